@@ -1,0 +1,217 @@
+"""Input validation shared by every public entry point.
+
+Each public function or ``fit`` validates its inputs once, here; private kernels trust
+what they receive. Messages follow one pattern: name the argument, show the bad value
+(arrays by shape and dtype, with the first offending index), say how to fix it.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from snorkel_structured.exceptions import NotFittedError
+
+ABSTAIN = -1
+
+__all__ = [
+    "ABSTAIN",
+    "check_distance_matrix",
+    "check_is_fitted",
+    "check_label_matrix",
+    "check_scalar",
+    "check_seed",
+]
+
+
+def check_seed(seed: None | int | np.random.Generator) -> np.random.Generator:
+    """Turn ``seed`` into a ``numpy.random.Generator``.
+
+    ``None`` gives fresh OS entropy, an int a reproducible stream, and a Generator is
+    returned as is (so it advances). Legacy ``RandomState`` objects are refused.
+    """
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is None or (isinstance(seed, numbers.Integral) and not isinstance(seed, bool)):
+        if seed is not None and int(seed) < 0:
+            raise ValueError(f"seed must be a non-negative int; got {seed!r}.")
+        return np.random.default_rng(seed)
+    raise TypeError(
+        "seed must be None, an int or a numpy.random.Generator; got "
+        f"{type(seed).__name__}. Use np.random.default_rng(...) instead of RandomState."
+    )
+
+
+def check_scalar(
+    x: Any,
+    name: str,
+    *,
+    kind: str = "float",
+    low: float | None = None,
+    high: float | None = None,
+    low_inclusive: bool = True,
+    high_inclusive: bool = True,
+) -> Any:
+    """Check that ``x`` is a finite int or float within ``[low, high]``; return it typed."""
+    if kind == "int":
+        ok = isinstance(x, numbers.Integral) and not isinstance(x, bool)
+        what = "an int"
+    elif kind == "float":
+        ok = isinstance(x, numbers.Real) and not isinstance(x, bool)
+        what = "a real number"
+    else:  # pragma: no cover - programming error
+        raise ValueError(f"unknown kind {kind!r}")
+    if not ok:
+        raise TypeError(f"{name} must be {what}; got {x!r} of type {type(x).__name__}.")
+    value = int(x) if kind == "int" else float(x)
+    if kind == "float" and not np.isfinite(value):
+        raise ValueError(f"{name} must be finite; got {x!r}.")
+    bad_low = low is not None and (value < low if low_inclusive else value <= low)
+    bad_high = high is not None and (value > high if high_inclusive else value >= high)
+    if bad_low or bad_high:
+        lo = "-inf" if low is None else repr(low)
+        hi = "inf" if high is None else repr(high)
+        lb = "[" if low_inclusive and low is not None else "("
+        hb = "]" if high_inclusive and high is not None else ")"
+        raise ValueError(f"{name} must be in the range {lb}{lo}, {hi}{hb}; got {x!r}.")
+    return value
+
+
+def _first_index(mask: np.ndarray) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.argwhere(mask)[0])
+
+
+def check_distance_matrix(
+    D: Any, name: str = "distances", *, atol: float = 1e-9
+) -> np.ndarray:
+    """Validate a matrix of pairwise distances and return it as a fresh float64 array.
+
+    Requires a square, finite, non-negative, symmetric matrix with a zero diagonal.
+    Violations of the triangle inequality are allowed (semimetrics embed too).
+    """
+    try:
+        D = np.array(D, dtype=np.float64, copy=True)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a numeric (r, r) array; {exc}") from None
+    if D.ndim != 2 or D.shape[0] != D.shape[1]:
+        raise ValueError(f"{name} must be a square (r, r) matrix; got shape {D.shape}.")
+    if D.shape[0] == 0:
+        raise ValueError(f"{name} must describe at least one item; got shape {D.shape}.")
+    bad = ~np.isfinite(D)
+    if bad.any():
+        raise ValueError(
+            f"{name} must be finite; entry {_first_index(bad)} is {D[bad][0]!r}. "
+            "Disconnected items have no distance: remove them or give a finite one."
+        )
+    if (D < 0).any():
+        idx = _first_index(D < 0)
+        raise ValueError(f"{name} must be non-negative; entry {idx} is {D[idx]!r}.")
+    scale = max(float(np.abs(D).max()), 1.0)
+    asym = np.abs(D - D.T) > atol * scale
+    if asym.any():
+        i, j = _first_index(asym)
+        raise ValueError(
+            f"{name} must be symmetric; entry ({i}, {j}) is {D[i, j]!r} but "
+            f"({j}, {i}) is {D[j, i]!r}. Symmetrize it, e.g. (D + D.T) / 2."
+        )
+    diag = np.abs(np.diag(D)) > atol * scale
+    if diag.any():
+        i = int(np.argmax(diag))
+        raise ValueError(
+            f"{name} must have a zero diagonal; entry ({i}, {i}) is {D[i, i]!r}."
+        )
+    D = (D + D.T) / 2.0
+    np.fill_diagonal(D, 0.0)
+    return D
+
+
+def check_label_matrix(
+    L: Any,
+    *,
+    n_labels: int | None = None,
+    min_lfs: int = 1,
+    name: str = "L",
+    n_lfs: int | None = None,
+) -> np.ndarray:
+    """Validate a label matrix and return it as a fresh int64 array.
+
+    Parameters
+    ----------
+    L : array-like of shape (n_samples, n_lfs)
+        Indices into the label space; ``-1`` (ABSTAIN) where a labeling function abstains.
+    n_labels : int, optional
+        Size of the label space; every vote must be in ``[0, n_labels)`` or ``-1``.
+    min_lfs : int, default=1
+        Least number of columns (labeling functions) accepted.
+    name : str, default="L"
+        Name used in error messages.
+    n_lfs : int, optional
+        Exact number of columns required (e.g. the number a model was fitted with).
+    """
+    if hasattr(L, "to_numpy"):  # pandas DataFrame
+        L = L.to_numpy()
+    arr = np.asarray(L)
+    if arr.ndim != 2:
+        hint = " Reshape a single LF's votes with L.reshape(-1, 1)." if arr.ndim == 1 else ""
+        raise ValueError(
+            f"{name} must be a 2-D (n_samples, n_lfs) array; got shape {arr.shape}.{hint}"
+        )
+    if arr.dtype.kind not in "iuf" and arr.dtype != bool:
+        raise ValueError(
+            f"{name} must hold integer label indices (-1 = abstain); got dtype {arr.dtype}. "
+            "Encode items with space.encode(...)."
+        )
+    if arr.dtype.kind == "f":
+        bad = ~np.isfinite(arr) | (arr != np.round(arr))
+        if bad.any():
+            idx = _first_index(bad)
+            raise ValueError(
+                f"{name} must hold integer label indices; entry {idx} is {arr[idx]!r}. "
+                "Use -1, not NaN, for abstains."
+            )
+    out = arr.astype(np.int64, copy=True)
+    if out.shape[0] == 0:
+        raise ValueError(f"{name} must have at least one row; got shape {out.shape}.")
+    if out.shape[1] < min_lfs:
+        raise ValueError(
+            f"{name} must have at least {min_lfs} columns (labeling functions); got "
+            f"shape {out.shape}. Add labeling functions."
+        )
+    if n_lfs is not None and out.shape[1] != n_lfs:
+        raise ValueError(
+            f"{name} must have {n_lfs} columns, as the model was fitted with; got shape "
+            f"{out.shape}."
+        )
+    high = np.inf if n_labels is None else n_labels
+    bad = (out < ABSTAIN) | (out >= high)
+    if bad.any():
+        idx = _first_index(bad)
+        rng_txt = "-1 (abstain) or >= 0" if n_labels is None else f"-1 (abstain) or in [0, {n_labels})"
+        raise ValueError(
+            f"{name} holds a label index outside the label space: entry {idx} is "
+            f"{out[idx]}; votes must be {rng_txt}."
+        )
+    return out
+
+
+def check_is_fitted(estimator: Any, attributes: Sequence[str] | str | None = None) -> None:
+    """Raise ``NotFittedError`` unless ``estimator`` has its fitted attributes.
+
+    Without ``attributes``, any public attribute whose name ends in ``_`` counts.
+    """
+    if isinstance(attributes, str):
+        attributes = [attributes]
+    if attributes is not None:
+        fitted = all(hasattr(estimator, a) for a in attributes)
+    else:
+        fitted = any(
+            k.endswith("_") and not k.startswith("_") for k in vars(estimator)
+        )
+    if not fitted:
+        raise NotFittedError(
+            f"This {type(estimator).__name__} instance is not fitted yet. Call 'fit' "
+            "before using this method."
+        )

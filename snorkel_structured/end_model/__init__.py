@@ -1,0 +1,1 @@
+"""Structured end models trained on weak labels."""

@@ -1,0 +1,52 @@
+"""Kernels and the kernel-ridge weights alpha(x) shared by the structured end models.
+
+Ciliberto et al. (2016): alpha(x) = (K + n nu I)^-1 K_x. Both the finite-space and the
+manifold end models predict from these weights, so they live here once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg import LinAlgError, cho_factor, cho_solve
+
+KERNELS = ("rbf", "linear")
+
+
+def resolve_gamma(X: np.ndarray, gamma: float | str | None) -> float:
+    """RBF bandwidth: a number, or ``"scale"`` / None = 1 / (n_features * X.var())."""
+    if gamma is None or gamma == "scale":
+        var = float(X.var())
+        return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
+    return float(gamma)
+
+
+def kernel_matrix(A: np.ndarray, B: np.ndarray, kernel: str, gamma: float) -> np.ndarray:
+    """Kernel between the rows of ``A`` (n_a, p) and ``B`` (n_b, p) -> (n_a, n_b)."""
+    if kernel == "linear":
+        return A @ B.T
+    sq = (
+        np.einsum("ij,ij->i", A, A)[:, None]
+        + np.einsum("ij,ij->i", B, B)[None, :]
+        - 2.0 * (A @ B.T)
+    )
+    np.maximum(sq, 0.0, out=sq)
+    sq *= -gamma
+    return np.exp(sq, out=sq)
+
+
+def ridge_factor(K: np.ndarray, nu: float) -> tuple[np.ndarray, bool]:
+    """Cholesky factor of ``K + n nu I`` (a new matrix; ``K`` is not touched)."""
+    n = K.shape[0]
+    A = K + (n * nu) * np.eye(n)
+    try:
+        return cho_factor(A, lower=True, check_finite=False)
+    except LinAlgError:
+        raise ValueError(
+            "The kernel matrix plus n * nu * I is not positive definite; increase nu "
+            f"(got nu={nu!r})."
+        ) from None
+
+
+def ridge_weights(factor: tuple[np.ndarray, bool], K_x: np.ndarray) -> np.ndarray:
+    """alpha = (K + n nu I)^-1 K_x for K_x of shape (n_train, n_new)."""
+    return cho_solve(factor, K_x, check_finite=False)
