@@ -1,0 +1,1 @@
+"""Label models: Snorkel-facing estimators of labeling-function noise."""
