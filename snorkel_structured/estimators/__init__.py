@@ -1,0 +1,1 @@
+"""Parameter estimators that work on additive sufficient statistics of LF outputs."""
