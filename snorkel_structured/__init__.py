@@ -6,18 +6,31 @@ manifolds (Euclidean, spherical, hyperbolic), following Vishwakarma, Roberts and
 """
 
 from snorkel_structured._validation import ABSTAIN
+from snorkel_structured.embedding import PseudoEuclideanEmbedding
+from snorkel_structured.estimators import VoteStats
 from snorkel_structured.exceptions import (
     ConvergenceWarning,
     IdentifiabilityWarning,
     NotFittedError,
 )
+from snorkel_structured.noise import FiniteNoiseModel
+from snorkel_structured.spaces import Discrete, FiniteMetricSpace, GraphSpace, Permutations
+from snorkel_structured import synthetic
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ABSTAIN",
     "ConvergenceWarning",
+    "Discrete",
+    "FiniteMetricSpace",
+    "FiniteNoiseModel",
+    "GraphSpace",
     "IdentifiabilityWarning",
     "NotFittedError",
+    "Permutations",
+    "PseudoEuclideanEmbedding",
+    "VoteStats",
+    "synthetic",
     "__version__",
 ]

@@ -1,1 +1,5 @@
-"""Parameter estimators that work on additive sufficient statistics of LF outputs."""
+"""Parameter estimation from labeling-function outputs (numpy/scipy only)."""
+
+from snorkel_structured.estimators._stats import VoteStats
+
+__all__ = ["VoteStats"]

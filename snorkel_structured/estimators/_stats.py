@@ -1,0 +1,153 @@
+"""Additive sufficient statistics of a label matrix: counts of unique vote patterns.
+
+Every finite-space estimator here (tensor moments, EM, UWS) is a function of how often
+each row pattern (lambda_1, ..., lambda_m) occurs. The pattern table is built in one
+vectorized pass (rows encoded as integers, then counted), adds across chunks, and is at
+most min(n, (r + 1)^m) long, so estimation never touches the rows again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from snorkel_structured._validation import ABSTAIN, check_label_matrix
+
+__all__ = ["VoteStats"]
+
+# Count codes with a dense bincount when the code space is at most this large.
+_BINCOUNT_LIMIT = 1 << 24
+_CODE_LIMIT = 1 << 62
+
+
+def _count_patterns(L: np.ndarray, n_labels: int, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Unique rows of ``L`` (-1 allowed) with their (weighted) counts."""
+    n, m = L.shape
+    base = n_labels + 1
+    if base**m < _CODE_LIMIT:
+        powers = base ** np.arange(m - 1, -1, -1, dtype=np.int64)
+        codes = (L[:, 0] + 1).astype(np.int64) * powers[0]
+        for a in range(1, m):  # m vectorized multiply-adds; no per-row work
+            codes += (L[:, a] + 1) * powers[a]
+        if base**m <= max(_BINCOUNT_LIMIT, 4 * n):
+            counts = np.bincount(codes, weights=weights, minlength=0)
+            uniq = np.flatnonzero(counts)
+            counts = counts[uniq]
+        else:
+            uniq, inverse = np.unique(codes, return_inverse=True)
+            counts = np.bincount(inverse, weights=weights, minlength=uniq.size)
+        patterns = (uniq[:, None] // powers[None, :]) % base - 1
+        return patterns.astype(np.int64), counts
+    uniq, inverse = np.unique(L, axis=0, return_inverse=True)
+    counts = np.bincount(inverse.ravel(), weights=weights, minlength=len(uniq))
+    return uniq.astype(np.int64), counts
+
+
+@dataclass(frozen=True, eq=False)
+class VoteStats:
+    """Counts of unique vote patterns of a label matrix (additive across chunks).
+
+    Parameters
+    ----------
+    n_labels : int
+        Size r of the label space.
+    patterns : ndarray of int64 of shape (n_patterns, n_lfs)
+        Distinct rows, -1 = abstain.
+    counts : ndarray of shape (n_patterns,)
+        How many rows had each pattern.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from snorkel_structured.estimators import VoteStats
+    >>> a = VoteStats.from_label_matrix(np.array([[0, 1, -1], [0, 1, -1]]), n_labels=2)
+    >>> b = VoteStats.from_label_matrix(np.array([[1, 1, 0]]), n_labels=2)
+    >>> total = sum([a, b])
+    >>> total.n_samples, total.patterns.tolist(), total.counts.tolist()
+    (3, [[0, 1, -1], [1, 1, 0]], [2.0, 1.0])
+    """
+
+    n_labels: int
+    patterns: np.ndarray
+    counts: np.ndarray
+
+    def __post_init__(self) -> None:
+        for arr in (self.patterns, self.counts):
+            arr.setflags(write=False)
+
+    @classmethod
+    def from_label_matrix(cls, L: Any, n_labels: int) -> VoteStats:
+        """Count the row patterns of ``L`` (n_samples, n_lfs); validates ``L``."""
+        L = check_label_matrix(L, n_labels=n_labels)
+        patterns, counts = _count_patterns(L, n_labels)
+        return cls(int(n_labels), patterns, counts.astype(np.float64))
+
+    @property
+    def n_lfs(self) -> int:
+        return int(self.patterns.shape[1])
+
+    @property
+    def n_samples(self) -> int:
+        return int(round(float(self.counts.sum())))
+
+    @property
+    def n_patterns(self) -> int:
+        return int(self.patterns.shape[0])
+
+    def __add__(self, other: object) -> VoteStats:
+        if not isinstance(other, VoteStats):
+            return NotImplemented
+        if other.n_labels != self.n_labels or other.n_lfs != self.n_lfs:
+            raise ValueError(
+                "Cannot add VoteStats of different problems: "
+                f"(n_labels={self.n_labels}, n_lfs={self.n_lfs}) vs "
+                f"(n_labels={other.n_labels}, n_lfs={other.n_lfs})."
+            )
+        patterns = np.concatenate([self.patterns, other.patterns])
+        weights = np.concatenate([self.counts, other.counts])
+        uniq, counts = _count_patterns(patterns, self.n_labels, weights)
+        return VoteStats(self.n_labels, uniq, counts)
+
+    def __radd__(self, other: object) -> VoteStats:
+        if isinstance(other, int) and other == 0:  # so that sum(chunks) works
+            return self
+        return self.__add__(other)
+
+    # -- marginal counts (all vectorized over patterns) --------------------------
+    def coverage(self) -> np.ndarray:
+        """Fraction of rows on which each LF voted, shape (n_lfs,)."""
+        voted = self.patterns != ABSTAIN
+        return (self.counts @ voted) / self.counts.sum()
+
+    def vote_counts(self, a: int) -> np.ndarray:
+        """How often LF ``a`` voted each label, shape (r,)."""
+        v = self.patterns[:, a]
+        keep = v != ABSTAIN
+        return np.bincount(v[keep], weights=self.counts[keep], minlength=self.n_labels)
+
+    def pair_counts(self, a: int, b: int) -> np.ndarray:
+        """Joint counts of (lambda_a, lambda_b) over rows where both voted: (r, r)."""
+        r = self.n_labels
+        va, vb = self.patterns[:, a], self.patterns[:, b]
+        keep = (va != ABSTAIN) & (vb != ABSTAIN)
+        flat = np.bincount(va[keep] * r + vb[keep], weights=self.counts[keep], minlength=r * r)
+        return flat.reshape(r, r)
+
+    def triple_counts(self, a: int, b: int, c: int) -> np.ndarray:
+        """Joint counts of (lambda_a, lambda_b, lambda_c) where all three voted: (r, r, r).
+
+        Memory is r^3; large spaces should form moments in an embedding instead.
+        """
+        r = self.n_labels
+        va, vb, vc = self.patterns[:, a], self.patterns[:, b], self.patterns[:, c]
+        keep = (va != ABSTAIN) & (vb != ABSTAIN) & (vc != ABSTAIN)
+        idx = (va[keep] * r + vb[keep]) * r + vc[keep]
+        return np.bincount(idx, weights=self.counts[keep], minlength=r**3).reshape(r, r, r)
+
+    def __repr__(self) -> str:
+        return (
+            f"VoteStats(n_labels={self.n_labels}, n_lfs={self.n_lfs}, "
+            f"n_samples={self.n_samples}, n_patterns={self.n_patterns})"
+        )

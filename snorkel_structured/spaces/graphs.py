@@ -1,0 +1,77 @@
+"""Nodes of a graph (e.g. a tree hierarchy) under the shortest-path metric."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import shortest_path
+
+from snorkel_structured.spaces.finite import FiniteMetricSpace
+
+__all__ = ["GraphSpace"]
+
+
+class GraphSpace(FiniteMetricSpace):
+    """Nodes of a connected graph with (weighted) shortest-path distances.
+
+    Parameters
+    ----------
+    graph : networkx.Graph, scipy sparse matrix, or array-like of shape (r, r)
+        A networkx graph (items are its nodes, edge attribute ``weight`` gives lengths,
+        default 1), or an adjacency matrix whose non-zero entries are edge lengths
+        (items are ``0 .. r-1``). Edges are taken as undirected.
+    weight : str or None, default="weight"
+        Edge attribute holding the length for networkx graphs; None means every edge
+        has length 1.
+
+    Examples
+    --------
+    >>> import networkx as nx, snorkel_structured as ss
+    >>> tree = nx.Graph([("root", "a"), ("root", "b"), ("a", "a1")])
+    >>> space = ss.GraphSpace(tree)
+    >>> float(space.dist(space.index("a1"), space.index("b")))
+    3.0
+    """
+
+    def __init__(self, graph: Any, weight: str | None = "weight") -> None:
+        adjacency, items = self._adjacency(graph, weight)
+        if adjacency.shape[0] == 0:
+            raise ValueError("graph must have at least one node.")
+        if adjacency.nnz and (adjacency.data < 0).any():
+            raise ValueError("graph edge lengths must be non-negative; got a negative one.")
+        D = shortest_path(adjacency, method="auto", directed=False)
+        if not np.isfinite(D).all():
+            i, j = np.argwhere(~np.isfinite(D))[0]
+            raise ValueError(
+                f"graph must be connected; there is no path between {items[i]!r} and "
+                f"{items[j]!r}. Use one connected component."
+            )
+        super().__init__(items, D)
+
+    @staticmethod
+    def _adjacency(graph: Any, weight: str | None) -> tuple[sp.csr_array, list[Any]]:
+        try:
+            import networkx as nx
+        except ImportError:  # pragma: no cover - networkx is a dependency
+            nx = None
+        if nx is not None and isinstance(graph, nx.Graph):
+            items = list(graph.nodes)
+            A = nx.to_scipy_sparse_array(graph, nodelist=items, weight=weight, format="csr")
+            return sp.csr_array(A, dtype=np.float64), items
+        if sp.issparse(graph):
+            A = sp.csr_array(graph, dtype=np.float64)
+        else:
+            arr = np.asarray(graph, dtype=np.float64)
+            if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
+                raise ValueError(
+                    "graph must be a networkx graph or a square adjacency matrix; got "
+                    f"an array of shape {arr.shape}."
+                )
+            if not np.isfinite(arr).all():
+                raise ValueError("graph adjacency must be finite; use 0 for 'no edge'.")
+            A = sp.csr_array(arr)
+        if A.shape[0] != A.shape[1]:
+            raise ValueError(f"graph adjacency must be square; got shape {A.shape}.")
+        return A, list(range(A.shape[0]))
