@@ -5,6 +5,7 @@ from snorkel_structured.noise.finite import (
     expected_sq_dist,
     expected_sq_dist_by_label,
     log_conditional_probs,
+    log_posterior,
     sample_votes,
     theta_from_expected_sq_dist,
 )
@@ -14,6 +15,7 @@ __all__ = [
     "expected_sq_dist",
     "expected_sq_dist_by_label",
     "log_conditional_probs",
+    "log_posterior",
     "sample_votes",
     "theta_from_expected_sq_dist",
 ]

@@ -23,6 +23,7 @@ __all__ = [
     "expected_sq_dist",
     "expected_sq_dist_by_label",
     "log_conditional_probs",
+    "log_posterior",
     "sample_votes",
     "theta_from_expected_sq_dist",
 ]
@@ -46,6 +47,31 @@ def log_conditional_probs(S: np.ndarray, theta: np.ndarray) -> np.ndarray:
     th = _theta_by_label(theta, S.shape[0])
     logits = -th[:, :, None] * S[None, :, :]
     return logits - logsumexp(logits, axis=2, keepdims=True)
+
+
+def log_posterior(L: np.ndarray, log_cond: np.ndarray, log_prior: np.ndarray) -> np.ndarray:
+    """log P(Y = y | votes) for each row of ``L``: shape (n, r).
+
+    P(Y = y | lambda) is proportional to prior_y prod_a P(lambda_a | y) over the LFs that
+    voted; abstains contribute nothing. ``log_prior`` may hold -inf outside the support.
+
+    Parameters
+    ----------
+    L : ndarray of int of shape (n, m)
+        Validated votes, -1 = abstain (e.g. the unique patterns of a VoteStats).
+    log_cond : ndarray of shape (m, r, r)
+        log P(lambda_a = v | Y = y) indexed [a, y, v] (see :func:`log_conditional_probs`).
+    log_prior : ndarray of shape (r,)
+    """
+    n, m = L.shape
+    out = np.broadcast_to(np.asarray(log_prior, dtype=np.float64), (n, log_cond.shape[1])).copy()
+    for a in range(m):  # one vectorized gather per LF
+        voted = L[:, a] != ABSTAIN
+        out[voted] += log_cond[a][:, L[voted, a]].T
+    all_neg_inf = np.isneginf(out).all(axis=1)
+    if all_neg_inf.any():  # votes impossible under every supported label: fall back to prior
+        out[all_neg_inf] = log_prior
+    return out - logsumexp(out, axis=1, keepdims=True)
 
 
 def expected_sq_dist_by_label(S: np.ndarray, theta: np.ndarray) -> np.ndarray:
