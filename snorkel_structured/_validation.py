@@ -22,6 +22,8 @@ __all__ = [
     "check_distance_matrix",
     "check_is_fitted",
     "check_label_matrix",
+    "check_manifold_outputs",
+    "check_points",
     "check_scalar",
     "check_seed",
 ]
@@ -215,3 +217,90 @@ def check_is_fitted(estimator: Any, attributes: Sequence[str] | str | None = Non
             f"This {type(estimator).__name__} instance is not fitted yet. Call 'fit' "
             "before using this method."
         )
+
+
+def check_points(
+    x: Any,
+    space: Any,
+    *,
+    name: str = "point",
+    atol: float = 1e-6,
+    allow_nan: bool = False,
+    axis_names: Sequence[str] | None = None,
+) -> np.ndarray:
+    """Validate points of a manifold ``space``; return a fresh, projected float64 array.
+
+    Parameters
+    ----------
+    x : array-like of shape (..., space.ambient_dim)
+    space : a manifold (anything with ``ambient_dim``, ``belongs`` and ``projection``)
+    name : str
+        Argument name for messages.
+    atol : float
+        Points within ``atol`` of the manifold are projected onto it; farther ones
+        raise.
+    allow_nan : bool
+        If True, a point whose coordinates are all NaN means "absent" and is kept.
+    axis_names : sequence of str, optional
+        Names of the leading axes (e.g. ``("row", "LF")``) used in messages.
+    """
+    try:
+        arr = np.array(x, dtype=np.float64, copy=True)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a numeric array; {exc}") from None
+    D = space.ambient_dim
+    if arr.ndim < 1 or arr.shape[-1] != D:
+        raise ValueError(
+            f"{name} must have shape (..., {D}) for {space!r}; got shape {arr.shape}."
+        )
+
+    def where(mask: np.ndarray) -> str:
+        idx = _first_index(mask)
+        if axis_names is not None and len(axis_names) == len(idx):
+            return ", ".join(f"{a} {i}" for a, i in zip(axis_names, idx))
+        return f"index {idx}"
+
+    nan = np.isnan(arr)
+    absent = nan.all(axis=-1)
+    partial = nan.any(axis=-1) & ~absent
+    if partial.any() or (absent.any() and not allow_nan):
+        bad = partial if partial.any() else absent
+        fix = "Use a full row of NaN for an abstain." if allow_nan else "Remove NaN points."
+        raise ValueError(f"{name} has NaN coordinates at {where(bad)}. {fix}")
+    if np.isinf(arr).any():
+        raise ValueError(f"{name} has infinite coordinates at {where(np.isinf(arr).any(-1))}.")
+    present = ~absent
+    ok = space.belongs(np.where(absent[..., None], space.origin, arr), atol=atol)
+    off = present & ~ok
+    if off.any():
+        raise ValueError(
+            f"{name} has a point off {space!r} (beyond atol={atol}) at {where(off)}: "
+            f"{arr[_first_index(off)]!r}. Project it with space.projection(...) or "
+            "check its coordinates."
+        )
+    if present.any():
+        arr[present] = space.projection(arr[present])
+    return arr
+
+
+def check_manifold_outputs(
+    X: Any, space: Any, *, name: str = "X", atol: float = 1e-6, n_lfs: int | None = None
+) -> np.ndarray:
+    """Validate LF outputs of shape (n_samples, n_lfs, ambient_dim); NaN rows = abstain."""
+    arr = np.asarray(X)
+    D = space.ambient_dim
+    if arr.ndim != 3 or arr.shape[-1] != D:
+        raise ValueError(
+            f"{name} must have shape (n_samples, n_lfs, {D}) for {space!r}; got shape "
+            f"{arr.shape}. Stack each LF's outputs along axis 1."
+        )
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} must have at least one row; got shape {arr.shape}.")
+    if n_lfs is not None and arr.shape[1] != n_lfs:
+        raise ValueError(
+            f"{name} must have {n_lfs} labeling functions (axis 1), as the model was "
+            f"fitted with; got shape {arr.shape}."
+        )
+    return check_points(
+        arr, space, name=name, atol=atol, allow_nan=True, axis_names=("row", "LF")
+    )

@@ -1,0 +1,168 @@
+"""Additive sufficient statistics of manifold-valued LF outputs: per-pair sums."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from snorkel_structured._validation import check_manifold_outputs
+from snorkel_structured.spaces.manifolds import Hyperbolic, Sphere
+
+__all__ = ["ManifoldStats"]
+
+_CHUNK = 1 << 16  # rows per chunk: bounds the temporary (chunk, n_pairs, ambient) arrays
+
+
+def pair_invariant_and_sq_dist(space: Any, a: np.ndarray, b: np.ndarray):
+    """Invariant (cosh d, cos d or d^2) and d^2 between points ``a`` and ``b``."""
+    if isinstance(space, Hyperbolic):
+        diff = a - b
+        q = np.maximum(space.inner(diff, diff), 0.0)  # |a - b|_L^2 = 2 cosh d - 2
+        return 1.0 + 0.5 * q, (2.0 * np.arcsinh(0.5 * np.sqrt(q))) ** 2
+    if isinstance(space, Sphere):
+        diff, summ = a - b, a + b
+        dn2 = np.einsum("...i,...i->...", diff, diff)
+        d = 2.0 * np.arctan2(np.sqrt(dn2), np.linalg.norm(summ, axis=-1))
+        return 1.0 - 0.5 * dn2, d * d
+    diff = a - b
+    sq = np.einsum("...i,...i->...", diff, diff)
+    return sq, sq
+
+
+@dataclass(frozen=True, eq=False)
+class ManifoldStats:
+    """Per-pair sums over rows where both labeling functions voted.
+
+    Build with :meth:`from_outputs`; add chunks with ``+`` (``sum(chunks)`` works).
+
+    Attributes
+    ----------
+    space : Euclidean, Sphere or Hyperbolic
+    n_samples : int
+        Rows seen.
+    vote_count : ndarray of shape (n_lfs,)
+        Rows where each LF voted.
+    pair_count : ndarray of shape (n_lfs, n_lfs)
+        Rows where both LFs voted (diagonal = ``vote_count``).
+    pair_invariant_sum : ndarray of shape (n_lfs, n_lfs)
+        Sum of ``cosh d`` (hyperbolic), ``cos d`` (sphere) or ``d^2`` (Euclidean).
+    pair_sq_dist_sum, pair_sq_dist_sq_sum : ndarray of shape (n_lfs, n_lfs)
+        Sums of ``d^2`` and of ``d^4`` (for the variance of the mean of ``d^2``).
+    """
+
+    space: Any
+    n_samples: int
+    vote_count: np.ndarray
+    pair_count: np.ndarray
+    pair_invariant_sum: np.ndarray
+    pair_sq_dist_sum: np.ndarray
+    pair_sq_dist_sq_sum: np.ndarray
+
+    def __post_init__(self) -> None:
+        for name in (
+            "vote_count",
+            "pair_count",
+            "pair_invariant_sum",
+            "pair_sq_dist_sum",
+            "pair_sq_dist_sq_sum",
+        ):
+            getattr(self, name).setflags(write=False)
+
+    @classmethod
+    def from_outputs(cls, X: Any, space: Any, *, atol: float = 1e-6) -> ManifoldStats:
+        """Statistics of LF outputs ``X`` of shape (n_samples, n_lfs, ambient_dim).
+
+        A row of NaN is an abstain. Points within ``atol`` of the manifold are projected;
+        others raise ``ValueError`` (see ``check_manifold_outputs``).
+        """
+        X = check_manifold_outputs(X, space, name="X", atol=atol)
+        return cls._from_checked(X, space)
+
+    @classmethod
+    def _from_checked(cls, X: np.ndarray, space: Any) -> ManifoldStats:
+        n, m, _ = X.shape
+        voted = ~np.isnan(X[..., 0])
+        ia, ib = np.triu_indices(m, 1)
+        cnt = np.zeros(len(ia))
+        s_inv, s_d2, s_d4 = np.zeros(len(ia)), np.zeros(len(ia)), np.zeros(len(ia))
+        for start in range(0, n, _CHUNK):
+            Xc, vc = X[start : start + _CHUNK], voted[start : start + _CHUNK]
+            both = vc[:, ia] & vc[:, ib]
+            inv, d2 = pair_invariant_and_sq_dist(space, Xc[:, ia], Xc[:, ib])
+            inv, d2 = np.where(both, inv, 0.0), np.where(both, d2, 0.0)
+            cnt += both.sum(axis=0)
+            s_inv += inv.sum(axis=0)
+            s_d2 += d2.sum(axis=0)
+            s_d4 += np.einsum("ij,ij->j", d2, d2)
+
+        def sym(v, diag=None):
+            M = np.zeros((m, m))
+            M[ia, ib] = v
+            M[ib, ia] = v
+            if diag is not None:
+                M[np.arange(m), np.arange(m)] = diag
+            return M
+
+        vote_count = voted.sum(axis=0).astype(np.int64)
+        return cls(
+            space=space,
+            n_samples=int(n),
+            vote_count=vote_count,
+            pair_count=sym(cnt, vote_count).astype(np.int64),
+            pair_invariant_sum=sym(s_inv),
+            pair_sq_dist_sum=sym(s_d2),
+            pair_sq_dist_sq_sum=sym(s_d4),
+        )
+
+    @property
+    def n_lfs(self) -> int:
+        """Number of labeling functions."""
+        return int(self.vote_count.shape[0])
+
+    def _mean(self, total: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = np.where(self.pair_count > 0, total / self.pair_count, np.nan)
+        np.fill_diagonal(out, np.nan)
+        return out
+
+    @property
+    def pair_invariant_mean(self) -> np.ndarray:
+        """Mean invariant per pair, (n_lfs, n_lfs); NaN on the diagonal / no overlap."""
+        return self._mean(self.pair_invariant_sum)
+
+    @property
+    def pair_sq_dist_mean(self) -> np.ndarray:
+        """Mean squared distance per pair, (n_lfs, n_lfs); NaN where undefined."""
+        return self._mean(self.pair_sq_dist_sum)
+
+    @property
+    def pair_sq_dist_var(self) -> np.ndarray:
+        """Variance of d^2 per pair (plug-in), (n_lfs, n_lfs); NaN where undefined."""
+        return self._mean(self.pair_sq_dist_sq_sum) - self.pair_sq_dist_mean**2
+
+    def __add__(self, other: object) -> ManifoldStats:
+        if not isinstance(other, ManifoldStats):
+            return NotImplemented
+        if other.space != self.space or other.n_lfs != self.n_lfs:
+            raise ValueError(
+                "Cannot add ManifoldStats of different spaces or numbers of LFs: "
+                f"{self.space!r} with {self.n_lfs} LFs vs {other.space!r} with "
+                f"{other.n_lfs} LFs."
+            )
+        return ManifoldStats(
+            space=self.space,
+            n_samples=self.n_samples + other.n_samples,
+            vote_count=self.vote_count + other.vote_count,
+            pair_count=self.pair_count + other.pair_count,
+            pair_invariant_sum=self.pair_invariant_sum + other.pair_invariant_sum,
+            pair_sq_dist_sum=self.pair_sq_dist_sum + other.pair_sq_dist_sum,
+            pair_sq_dist_sq_sum=self.pair_sq_dist_sq_sum + other.pair_sq_dist_sq_sum,
+        )
+
+    def __radd__(self, other: object) -> ManifoldStats:
+        if isinstance(other, int) and other == 0:
+            return self
+        return NotImplemented
+

@@ -1,0 +1,693 @@
+"""Constant-curvature manifolds: Euclidean space, spheres, hyperbolic space, products.
+
+Points are float arrays of shape ``(..., ambient_dim)``; every operation broadcasts over
+leading axes and reduces over the last one (geomstats vocabulary: ``point``,
+``base_point``, ``tangent_vec``). Formulas are chosen for stability:
+
+- sphere distances use ``2 atan2(|x - p|, |x + p|)`` (exact near 0 and near pi);
+- hyperbolic distances use ``2 asinh(|x - p|_L / 2)`` with the Minkowski norm of the
+  difference, exact near 0 and free of ``arccosh`` cancellation;
+- ``sin(r)/r`` and ``sinh(r)/r`` use series near 0; results of ``exp`` are re-projected;
+- the antipodal logarithm on the sphere (any direction is a geodesic) picks a
+  deterministic tangent direction.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from snorkel_structured._validation import check_scalar, check_seed
+from snorkel_structured.exceptions import ConvergenceWarning
+
+__all__ = ["Euclidean", "Hyperbolic", "ProductManifold", "Sphere"]
+
+_SMALL = 1e-4  # below this, use series for sin(r)/r, sinh(r)/r, r/sin(r), ...
+
+
+def _sinc(r: np.ndarray) -> np.ndarray:
+    small = r < _SMALL
+    return np.where(small, 1.0 - r * r / 6.0, np.sin(r) / np.where(small, 1.0, r))
+
+
+def _sinhc(r: np.ndarray) -> np.ndarray:
+    small = r < _SMALL
+    with np.errstate(over="ignore"):
+        return np.where(small, 1.0 + r * r / 6.0, np.sinh(r) / np.where(small, 1.0, r))
+
+
+def _check_dim(dim: Any, minimum: int = 1) -> int:
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < minimum:
+        raise ValueError(
+            f"dim must be a positive int (>= {minimum}); got {dim!r}. Pass e.g. dim=2."
+        )
+    return int(dim)
+
+
+class _ConstantCurvature:
+    """Shared machinery: Frechet mean by safeguarded Riemannian Newton, metric helpers."""
+
+    dim: int
+
+    # --- value-object protocol -------------------------------------------------------
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.dim == self.dim  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.dim))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(dim={self.dim})"
+
+    @property
+    def ambient_dim(self) -> int:
+        """Length of the last axis of a point array."""
+        return self.dim + 1
+
+    # --- metric ------------------------------------------------------------------------
+    def _metric_diag(self) -> np.ndarray:
+        return np.ones(self.ambient_dim)
+
+    def inner(self, tangent_a: np.ndarray, tangent_b: np.ndarray, base_point=None):
+        """Riemannian inner product of tangent vectors, shape (...)."""
+        return np.sum(tangent_a * tangent_b * self._metric_diag(), axis=-1)
+
+    def norm(self, tangent_vec: np.ndarray, base_point=None) -> np.ndarray:
+        """Riemannian norm of a tangent vector, shape (...)."""
+        return np.sqrt(np.maximum(self.inner(tangent_vec, tangent_vec), 0.0))
+
+    def squared_dist(self, point_a: np.ndarray, point_b: np.ndarray) -> np.ndarray:
+        """Squared geodesic distance, shape (...)."""
+        return self.dist(point_a, point_b) ** 2
+
+    def _hessian_factor(self, r: np.ndarray) -> np.ndarray:  # pragma: no cover
+        raise NotImplementedError
+
+    def _extrinsic_init(self, points: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        raise NotImplementedError  # pragma: no cover
+
+    # --- Frechet mean ------------------------------------------------------------------
+    def frechet_mean(
+        self,
+        points: np.ndarray,
+        weights: np.ndarray | None = None,
+        *,
+        tol: float = 1e-10,
+        max_iter: int = 100,
+    ) -> np.ndarray:
+        """Weighted Frechet (Karcher) mean, vectorized over leading axes.
+
+        Parameters
+        ----------
+        points : array-like of shape (..., n_points, ambient_dim)
+            Points on the manifold. A point containing NaN counts as absent (weight 0),
+            so abstaining labeling functions can be passed as rows of NaN.
+        weights : array-like of shape (..., n_points) or (n_points,), optional
+            Non-negative weights (zeros allowed); default equal weights.
+        tol : float, default=1e-10
+            Stop when the Riemannian gradient norm of ``1/2 sum w_i d^2(x, p_i) / sum w``
+            is below ``tol * max(1, rms distance)``.
+        max_iter : int, default=100
+            Newton iterations at most.
+
+        Returns
+        -------
+        mean : ndarray of shape (..., ambient_dim)
+            NaN where every weight is zero (or every point absent).
+
+        Raises
+        ------
+        ValueError
+            If shapes do not match or a weight is negative or not finite.
+
+        Warns
+        -----
+        ConvergenceWarning
+            If some means did not reach the tolerance in ``max_iter`` iterations.
+
+        Notes
+        -----
+        Riemannian Newton iterations from the normalized extrinsic mean. The Hessian of
+        ``1/2 d^2(., p)`` at ``x`` is ``u u^T + c(r) (I - u u^T)`` with ``u`` the unit
+        direction of ``log_x p`` and ``c(r) = r coth r`` (hyperbolic), ``r cot r``
+        (sphere), ``1`` (Euclidean). Where the Newton direction is not a descent
+        direction (possible on the sphere for spread-out points) a gradient step is used.
+        """
+        pts = np.asarray(points, dtype=np.float64)
+        if pts.ndim < 2 or pts.shape[-1] != self.ambient_dim:
+            raise ValueError(
+                f"points must have shape (..., n_points, {self.ambient_dim}); got "
+                f"{pts.shape}."
+            )
+        n = pts.shape[-2]
+        if weights is None:
+            w = np.ones(pts.shape[:-1])
+        else:
+            w = np.asarray(weights, dtype=np.float64)
+            try:
+                w = np.broadcast_to(w, pts.shape[:-1])
+            except ValueError:
+                raise ValueError(
+                    f"weights must have shape (..., {n}) broadcastable to "
+                    f"{pts.shape[:-1]}; got {w.shape}."
+                ) from None
+            if not np.all(np.isfinite(w)) or np.any(w < 0):
+                raise ValueError(
+                    "weights must be finite and non-negative; got "
+                    f"min {np.nanmin(w)!r}. Use 0 for absent points."
+                )
+        valid = ~np.isnan(pts).any(axis=-1) & (w > 0)
+        w = np.where(valid, w, 0.0)
+        total = w.sum(axis=-1)
+        empty = total <= 0
+        wn = w / np.where(empty, 1.0, total)[..., None]
+        filler = self._origin_like(pts.shape[:-2])[..., None, :]
+        pts = np.where(valid[..., None], pts, filler)
+        batch = pts.shape[:-2]
+        P = pts.reshape(-1, n, self.ambient_dim)
+        W = wn.reshape(-1, n)
+        x = self._extrinsic_init(P, W)
+        if self.curvature == 0:  # closed form
+            out = x
+        else:
+            out = self._newton(P, W, x, tol, max_iter)
+        out = out.reshape(*batch, self.ambient_dim)
+        return np.where(empty[..., None], np.nan, out)
+
+    def _origin_like(self, shape: tuple[int, ...]) -> np.ndarray:
+        o = np.zeros((*shape, self.ambient_dim))
+        o[..., 0] = 1.0
+        return o
+
+    def _newton(self, P, W, x, tol, max_iter):
+        G = self._metric_diag()
+        active = np.arange(P.shape[0])
+        done = np.zeros(P.shape[0], dtype=bool)
+        for _ in range(max_iter):
+            Pa, Wa, xa = P[active], W[active], x[active]
+            logs = self.log(Pa, xa[:, None, :])
+            r = self.norm(logs)
+            grad = np.einsum("kn,knd->kd", Wa, logs)
+            gnorm = self.norm(grad)
+            scale = np.maximum(1.0, np.sqrt(np.einsum("kn,kn->k", Wa, r * r)))
+            conv = gnorm <= tol * scale
+            done[active[conv]] = True
+            keep = ~conv
+            if not keep.any():
+                active = active[:0]
+                break
+            active, logs, r, grad, xa, Wa = (
+                active[keep], logs[keep], r[keep], grad[keep], xa[keep], Wa[keep]
+            )
+            c = self._hessian_factor(r)
+            u = logs / np.where(r > 0, r, 1.0)[..., None]
+            H = np.einsum("kn,kn->k", Wa, c)[:, None, None] * np.eye(self.ambient_dim)
+            H = H + np.einsum("kn,kni,knj->kij", Wa * (1.0 - c), u, u * G)
+            try:
+                step = np.linalg.solve(H, grad[..., None])[..., 0]
+            except np.linalg.LinAlgError:
+                step = grad.copy()
+            bad = ~np.isfinite(step).all(axis=-1) | (self.inner(step, grad) <= 0)
+            step[bad] = grad[bad]
+            step = self._cap_step(step)
+            x[active] = self.exp(step, xa)
+        if active.size:
+            warnings.warn(
+                f"frechet_mean did not reach tol={tol} in max_iter={max_iter} "
+                f"iterations for {active.size} of {P.shape[0]} means; raise max_iter.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        return x
+
+    def _cap_step(self, step: np.ndarray) -> np.ndarray:
+        return step
+
+
+class Euclidean(_ConstantCurvature):
+    """Euclidean space R^dim (curvature 0): regression labels.
+
+    Parameters
+    ----------
+    dim : int
+        Dimension; points have shape ``(..., dim)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> space = Euclidean(2)
+    >>> float(space.dist(np.array([0.0, 0.0]), np.array([3.0, 4.0])))
+    5.0
+    """
+
+    curvature = 0.0
+
+    def __init__(self, dim: int) -> None:
+        self.dim = _check_dim(dim)
+
+    @property
+    def ambient_dim(self) -> int:
+        """Length of the last axis of a point array (``dim``)."""
+        return self.dim
+
+    def _origin_like(self, shape):
+        return np.zeros((*shape, self.dim))
+
+    @property
+    def origin(self) -> np.ndarray:
+        """The point 0, shape (dim,)."""
+        return np.zeros(self.dim)
+
+    def dist(self, point_a, point_b):
+        """Euclidean distance, shape (...)."""
+        return np.linalg.norm(np.asarray(point_a) - np.asarray(point_b), axis=-1)
+
+    def squared_dist(self, point_a, point_b):
+        """Squared Euclidean distance, shape (...)."""
+        diff = np.asarray(point_a) - np.asarray(point_b)
+        return np.einsum("...i,...i->...", diff, diff)
+
+    def exp(self, tangent_vec, base_point):
+        """``base_point + tangent_vec``, shape (..., dim)."""
+        return np.asarray(base_point) + np.asarray(tangent_vec)
+
+    def log(self, point, base_point):
+        """``point - base_point``, shape (..., dim)."""
+        return np.asarray(point) - np.asarray(base_point)
+
+    def belongs(self, point, atol: float = 1e-6):
+        """True where the point is finite, shape (...)."""
+        point = np.asarray(point, dtype=np.float64)
+        return np.isfinite(point).all(axis=-1)
+
+    def projection(self, point):
+        """Identity (a copy)."""
+        return np.array(point, dtype=np.float64, copy=True)
+
+    def to_tangent(self, vector, base_point=None):
+        """Identity: every vector is tangent."""
+        return np.array(vector, dtype=np.float64, copy=True)
+
+    def random_tangent_vec(self, base_point, *, scale=1.0, seed=None):
+        """Gaussian tangent vectors N(0, scale^2 I), shape of ``base_point``."""
+        rng = check_seed(seed)
+        base_point = np.asarray(base_point, dtype=np.float64)
+        z = rng.standard_normal(base_point.shape)
+        return z * np.asarray(scale, dtype=np.float64)[..., None]
+
+    def random_point(self, n_samples: int = 1, *, scale: float = 1.0, seed=None):
+        """Standard normal points times ``scale``, shape (n_samples, dim)."""
+        n_samples = check_scalar(n_samples, "n_samples", kind="int", low=1)
+        rng = check_seed(seed)
+        return scale * rng.standard_normal((n_samples, self.dim))
+
+    def _extrinsic_init(self, points, weights):
+        return np.einsum("kn,knd->kd", weights, points)
+
+    def _hessian_factor(self, r):  # pragma: no cover - closed form used instead
+        return np.ones_like(r)
+
+
+class Sphere(_ConstantCurvature):
+    """Unit sphere S^dim in R^(dim+1) (curvature +1).
+
+    Parameters
+    ----------
+    dim : int
+        Intrinsic dimension; points have shape ``(..., dim + 1)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = Sphere(2)
+    >>> round(float(s.dist(np.array([1.0, 0, 0]), np.array([0.0, 1, 0]))), 6)
+    1.570796
+    """
+
+    curvature = 1.0
+
+    def __init__(self, dim: int) -> None:
+        self.dim = _check_dim(dim)
+
+    @property
+    def origin(self) -> np.ndarray:
+        """The "north pole" e_0, shape (dim + 1,)."""
+        return self._origin_like(())
+
+    def dist(self, point_a, point_b):
+        """Great-circle distance in [0, pi], shape (...)."""
+        a, b = np.asarray(point_a), np.asarray(point_b)
+        return 2.0 * np.arctan2(
+            np.linalg.norm(a - b, axis=-1), np.linalg.norm(a + b, axis=-1)
+        )
+
+    def exp(self, tangent_vec, base_point):
+        """Exponential map ``cos|v| x + sin|v| v/|v|``, shape (..., dim + 1)."""
+        v, x = np.asarray(tangent_vec), np.asarray(base_point)
+        r = np.linalg.norm(v, axis=-1)[..., None]
+        return self.projection(np.cos(r) * x + _sinc(r) * v)
+
+    def log(self, point, base_point):
+        """Logarithm map, shape (..., dim + 1); antipodes get a fixed direction."""
+        p, x = np.asarray(point), np.asarray(base_point)
+        p, x = np.broadcast_arrays(p, x)
+        diff = p - x
+        sq = np.einsum("...i,...i->...", diff, diff)
+        u = diff + 0.5 * sq[..., None] * x  # p - <x,p> x, without cancellation
+        un = np.linalg.norm(u, axis=-1)
+        theta = self.dist(p, x)
+        antipodal = (un < 1e-12) & (sq > 2.0)
+        if np.any(antipodal):
+            k = np.argmin(np.abs(x), axis=-1)
+            e = np.zeros_like(x)
+            np.put_along_axis(e, k[..., None], 1.0, axis=-1)
+            alt = self.to_tangent(e, x)
+            alt = alt / np.linalg.norm(alt, axis=-1, keepdims=True)
+            u = np.where(antipodal[..., None], alt, u)
+            un = np.where(antipodal, 1.0, un)
+        small = theta < _SMALL
+        fac = np.where(small, 1.0 + theta**2 / 6.0, theta / np.where(small, 1.0, un))
+        return fac[..., None] * u
+
+    def belongs(self, point, atol: float = 1e-6):
+        """True where ``| |x| - 1 | <= atol``, shape (...)."""
+        point = np.asarray(point, dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            return np.abs(np.linalg.norm(point, axis=-1) - 1.0) <= atol
+
+    def projection(self, point):
+        """Radial projection ``x / |x|`` onto the sphere."""
+        point = np.asarray(point, dtype=np.float64)
+        return point / np.linalg.norm(point, axis=-1, keepdims=True)
+
+    def to_tangent(self, vector, base_point):
+        """Orthogonal projection onto the tangent space at ``base_point``."""
+        v, x = np.asarray(vector, dtype=np.float64), np.asarray(base_point)
+        return v - np.einsum("...i,...i->...", v, x)[..., None] * x
+
+    def random_tangent_vec(self, base_point, *, scale=1.0, seed=None):
+        """Isotropic Gaussian tangent vectors (per-coordinate std ``scale``)."""
+        rng = check_seed(seed)
+        x = np.asarray(base_point, dtype=np.float64)
+        z = rng.standard_normal(x.shape) * np.asarray(scale, dtype=np.float64)[..., None]
+        return self.to_tangent(z, x)
+
+    def random_point(self, n_samples: int = 1, *, seed=None):
+        """Uniform points on the sphere, shape (n_samples, dim + 1)."""
+        n_samples = check_scalar(n_samples, "n_samples", kind="int", low=1)
+        rng = check_seed(seed)
+        return self.projection(rng.standard_normal((n_samples, self.ambient_dim)))
+
+    def _extrinsic_init(self, points, weights):
+        m = np.einsum("kn,knd->kd", weights, points)
+        nm = np.linalg.norm(m, axis=-1)
+        best = points[np.arange(points.shape[0]), np.argmax(weights, axis=-1)]
+        return np.where((nm > 1e-8)[:, None], m / np.maximum(nm, 1e-300)[:, None], best)
+
+    def _hessian_factor(self, r):
+        small = r < _SMALL
+        with np.errstate(divide="ignore", invalid="ignore"):
+            c = np.where(small, 1.0 - r * r / 3.0, r * np.cos(r) / np.sin(np.where(small, 1.0, r)))
+        return np.where(np.isfinite(c), c, -1e6)
+
+    def _cap_step(self, step):
+        n = np.linalg.norm(step, axis=-1, keepdims=True)
+        return np.where(n > np.pi / 2, step * (np.pi / 2) / np.maximum(n, 1e-300), step)
+
+
+class Hyperbolic(_ConstantCurvature):
+    """Hyperbolic space H^dim in the hyperboloid (Lorentz) model (curvature -1).
+
+    Points ``x`` in R^(dim+1) with ``<x, x>_L = -x_0^2 + sum_i x_i^2 = -1``, ``x_0 > 0``.
+
+    Parameters
+    ----------
+    dim : int
+        Intrinsic dimension; points have shape ``(..., dim + 1)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> h = Hyperbolic(2)
+    >>> p = h.exp(np.array([0.0, 1.5, 0.0]), h.origin)
+    >>> round(float(h.dist(h.origin, p)), 10)
+    1.5
+    >>> h.to_poincare(h.origin)
+    array([0., 0.])
+    """
+
+    curvature = -1.0
+
+    def __init__(self, dim: int) -> None:
+        self.dim = _check_dim(dim)
+
+    @property
+    def origin(self) -> np.ndarray:
+        """The point (1, 0, ..., 0), shape (dim + 1,)."""
+        return self._origin_like(())
+
+    def _metric_diag(self):
+        g = np.ones(self.ambient_dim)
+        g[0] = -1.0
+        return g
+
+    def minkowski_inner(self, point_a, point_b):
+        """Minkowski inner product ``-a_0 b_0 + sum_i a_i b_i``, shape (...)."""
+        return self.inner(np.asarray(point_a), np.asarray(point_b))
+
+    def dist(self, point_a, point_b):
+        """Geodesic distance ``2 asinh(|a - b|_L / 2)``, shape (...)."""
+        diff = np.asarray(point_a) - np.asarray(point_b)
+        q = np.maximum(self.inner(diff, diff), 0.0)
+        return 2.0 * np.arcsinh(0.5 * np.sqrt(q))
+
+    def exp(self, tangent_vec, base_point):
+        """Exponential map ``cosh|v| x + sinh|v| v/|v|``, shape (..., dim + 1)."""
+        v, x = np.asarray(tangent_vec), np.asarray(base_point)
+        r = self.norm(v)[..., None]
+        return self.projection(np.cosh(r) * x + _sinhc(r) * v)
+
+    def log(self, point, base_point):
+        """Logarithm map, shape (..., dim + 1)."""
+        p, x = np.asarray(point), np.asarray(base_point)
+        diff = p - x
+        q = np.maximum(self.inner(diff, diff), 0.0)
+        u = diff - 0.5 * q[..., None] * x  # p + <x,p>_L x without cancellation
+        d = 2.0 * np.arcsinh(0.5 * np.sqrt(q))
+        fac = 1.0 / _sinhc(d)
+        return fac[..., None] * u
+
+    def belongs(self, point, atol: float = 1e-6):
+        """True where ``|<x,x>_L + 1| <= atol * max(1, x_0^2)`` and ``x_0 > 0``."""
+        x = np.asarray(point, dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            err = np.abs(self.inner(x, x) + 1.0)
+            return (err <= atol * np.maximum(1.0, x[..., 0] ** 2)) & (x[..., 0] > 0)
+
+    def projection(self, point):
+        """Lift onto the hyperboloid keeping the spatial part: ``x_0 = sqrt(1 + |x_s|^2)``."""
+        x = np.array(point, dtype=np.float64, copy=True)
+        x[..., 0] = np.sqrt(1.0 + np.einsum("...i,...i->...", x[..., 1:], x[..., 1:]))
+        return x
+
+    def to_tangent(self, vector, base_point):
+        """Minkowski-orthogonal projection ``v + <v, x>_L x`` onto ``T_x H``."""
+        v, x = np.asarray(vector, dtype=np.float64), np.asarray(base_point)
+        return v + self.inner(v, x)[..., None] * x
+
+    def _transport_from_origin(self, tangent_vec, base_point):
+        """Parallel transport of ``v`` in ``T_o H`` along the geodesic from o to x."""
+        v, x = np.asarray(tangent_vec), np.asarray(base_point)
+        o = self._origin_like(x.shape[:-1])
+        coef = self.inner(x, v) / (1.0 + x[..., 0])
+        return v + coef[..., None] * (o + x)
+
+    def random_tangent_vec(self, base_point, *, scale=1.0, seed=None):
+        """Isotropic Gaussian tangent vectors at ``base_point`` (per-coordinate std)."""
+        rng = check_seed(seed)
+        x = np.asarray(base_point, dtype=np.float64)
+        z = np.zeros(x.shape)
+        z[..., 1:] = rng.standard_normal((*x.shape[:-1], self.dim))
+        z = z * np.asarray(scale, dtype=np.float64)[..., None]
+        return self._transport_from_origin(z, x)
+
+    def random_point(self, n_samples: int = 1, *, scale: float = 1.0, seed=None):
+        """Wrapped-normal points around the origin, shape (n_samples, dim + 1)."""
+        n_samples = check_scalar(n_samples, "n_samples", kind="int", low=1)
+        o = self._origin_like((n_samples,))
+        return self.exp(self.random_tangent_vec(o, scale=scale, seed=seed), o)
+
+    def to_poincare(self, point):
+        """Map hyperboloid points to the Poincare ball, shape (..., dim)."""
+        x = np.asarray(point, dtype=np.float64)
+        return x[..., 1:] / (1.0 + x[..., :1])
+
+    def from_poincare(self, point):
+        """Map Poincare-ball points (norm < 1) to the hyperboloid, shape (..., dim + 1).
+
+        Raises
+        ------
+        ValueError
+            If a point has norm >= 1.
+        """
+        p = np.asarray(point, dtype=np.float64)
+        if p.shape[-1:] != (self.dim,):
+            raise ValueError(f"point must have shape (..., {self.dim}); got {p.shape}.")
+        sq = np.einsum("...i,...i->...", p, p)
+        if np.any(~(sq < 1.0)):
+            raise ValueError(
+                "point must lie in the open unit ball (norm < 1); got a point of norm "
+                f"{np.sqrt(np.max(sq))!r}. Rescale or clip it inside the ball."
+            )
+        den = (1.0 - sq)[..., None]
+        return self.projection(np.concatenate([(1.0 + sq[..., None]) / den, 2.0 * p / den], -1))
+
+    def _extrinsic_init(self, points, weights):
+        m = np.einsum("kn,knd->kd", weights, points)
+        return self.projection(m)
+
+    def _hessian_factor(self, r):
+        small = r < _SMALL
+        with np.errstate(over="ignore"):
+            return np.where(small, 1.0 + r * r / 3.0, r / np.tanh(np.where(small, 1.0, r)))
+
+
+class ProductManifold:
+    """Product of manifolds with the product (l2) metric.
+
+    Points are the concatenation of the factors' ambient coordinates;
+    ``d^2 = sum_k d_k^2``. The Frechet mean separates into the factors' means.
+
+    Parameters
+    ----------
+    factors : sequence of Euclidean, Sphere or Hyperbolic
+        At least one factor.
+
+    Examples
+    --------
+    >>> prod = ProductManifold([Sphere(2), Euclidean(1)])
+    >>> prod.ambient_dim, prod.dim
+    (4, 3)
+    """
+
+    def __init__(self, factors: Sequence[_ConstantCurvature]) -> None:
+        factors = tuple(factors) if isinstance(factors, (list, tuple)) else factors
+        if (
+            not isinstance(factors, tuple)
+            or len(factors) == 0
+            or not all(isinstance(f, _ConstantCurvature) for f in factors)
+        ):
+            raise ValueError(
+                "factors must be a non-empty list of Euclidean, Sphere or Hyperbolic "
+                f"spaces; got {factors!r}."
+            )
+        self.factors = factors
+        self.dim = sum(f.dim for f in factors)
+        self.ambient_dim = sum(f.ambient_dim for f in factors)
+        edges = np.cumsum([0] + [f.ambient_dim for f in factors])
+        self._slices = tuple(slice(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:]))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ProductManifold) and other.factors == self.factors
+
+    def __hash__(self) -> int:
+        return hash(("ProductManifold", self.factors))
+
+    def __repr__(self) -> str:
+        return f"ProductManifold([{', '.join(map(repr, self.factors))}])"
+
+    @property
+    def curvature(self) -> tuple[float, ...]:
+        """Curvature of each factor."""
+        return tuple(f.curvature for f in self.factors)
+
+    def split(self, point) -> list[np.ndarray]:
+        """Split points (..., ambient_dim) into the factors' coordinates."""
+        point = np.asarray(point)
+        return [point[..., s] for s in self._slices]
+
+    def _map(self, name, *arrays):
+        parts = [getattr(f, name)(*(a[..., s] for a in arrays)) for f, s in zip(self.factors, self._slices)]
+        return np.concatenate(parts, axis=-1)
+
+    @property
+    def origin(self) -> np.ndarray:
+        """Concatenated origins of the factors."""
+        return np.concatenate([f.origin for f in self.factors])
+
+    def squared_dist(self, point_a, point_b):
+        """Sum of the factors' squared distances, shape (...)."""
+        a, b = np.asarray(point_a), np.asarray(point_b)
+        return sum(f.squared_dist(a[..., s], b[..., s]) for f, s in zip(self.factors, self._slices))
+
+    def dist(self, point_a, point_b):
+        """Product geodesic distance, shape (...)."""
+        return np.sqrt(self.squared_dist(point_a, point_b))
+
+    def exp(self, tangent_vec, base_point):
+        """Factor-wise exponential map."""
+        return self._map("exp", np.asarray(tangent_vec), np.asarray(base_point))
+
+    def log(self, point, base_point):
+        """Factor-wise logarithm map."""
+        return self._map("log", np.asarray(point), np.asarray(base_point))
+
+    def inner(self, tangent_a, tangent_b, base_point=None):
+        """Sum of the factors' inner products."""
+        a, b = np.asarray(tangent_a), np.asarray(tangent_b)
+        return sum(f.inner(a[..., s], b[..., s]) for f, s in zip(self.factors, self._slices))
+
+    def norm(self, tangent_vec, base_point=None):
+        """Riemannian norm of a tangent vector."""
+        return np.sqrt(np.maximum(self.inner(tangent_vec, tangent_vec), 0.0))
+
+    def belongs(self, point, atol: float = 1e-6):
+        """True where every factor's part belongs to its factor, shape (...)."""
+        point = np.asarray(point, dtype=np.float64)
+        out = np.ones(point.shape[:-1], dtype=bool)
+        for f, s in zip(self.factors, self._slices):
+            out &= f.belongs(point[..., s], atol)
+        return out
+
+    def projection(self, point):
+        """Factor-wise projection."""
+        return self._map("projection", np.asarray(point, dtype=np.float64))
+
+    def to_tangent(self, vector, base_point):
+        """Factor-wise projection onto the tangent space."""
+        return self._map("to_tangent", np.asarray(vector, dtype=np.float64), np.asarray(base_point))
+
+    def random_tangent_vec(self, base_point, *, scale=1.0, seed=None):
+        """Isotropic Gaussian tangent vectors, factor by factor."""
+        rng = check_seed(seed)
+        x = np.asarray(base_point, dtype=np.float64)
+        return np.concatenate(
+            [f.random_tangent_vec(x[..., s], scale=scale, seed=rng) for f, s in zip(self.factors, self._slices)],
+            axis=-1,
+        )
+
+    def random_point(self, n_samples: int = 1, *, seed=None):
+        """Random points of each factor, concatenated, shape (n_samples, ambient_dim)."""
+        rng = check_seed(seed)
+        return np.concatenate([f.random_point(n_samples, seed=rng) for f in self.factors], axis=-1)
+
+    def frechet_mean(self, points, weights=None, *, tol: float = 1e-10, max_iter: int = 100):
+        """Weighted Frechet mean: the factors' means concatenated.
+
+        See :meth:`Hyperbolic.frechet_mean` for parameters; ``points`` has shape
+        ``(..., n_points, ambient_dim)``. A point with NaN anywhere counts as absent.
+        """
+        pts = np.asarray(points, dtype=np.float64)
+        if pts.ndim < 2 or pts.shape[-1] != self.ambient_dim:
+            raise ValueError(
+                f"points must have shape (..., n_points, {self.ambient_dim}); got {pts.shape}."
+            )
+        absent = np.isnan(pts).any(axis=-1, keepdims=True)
+        pts = np.where(absent, np.nan, pts)
+        return np.concatenate(
+            [f.frechet_mean(pts[..., s], weights, tol=tol, max_iter=max_iter) for f, s in zip(self.factors, self._slices)],
+            axis=-1,
+        )
