@@ -1,0 +1,137 @@
+"""Label aggregators users already use, for finite label spaces.
+
+Each combines the votes of a row into one label without a noise model:
+
+- :func:`majority_vote`: the most frequent vote (plain classes' default);
+- :func:`frechet_mean`: ``argmin_y sum_a w_a d^2(y, lambda_a)`` over the whole space
+  (the paper's pseudolabel with weights ``w_a = theta_a``);
+- :func:`kemeny`: ``argmin_y sum_a w_a d(y, lambda_a)`` (with Kendall tau on permutations,
+  exact Kemeny aggregation by enumerating all n! rankings);
+- :func:`medoid`: like :func:`frechet_mean` but the answer must be one of the row's votes.
+
+All are vectorized: a row's scores against every candidate are one gather-and-sum, done in
+chunks of rows so memory stays at ``chunk_size * r`` floats. Rows where every LF abstains
+get -1 (ABSTAIN).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from snorkel_structured._validation import ABSTAIN, check_label_matrix, check_seed
+from snorkel_structured.spaces.finite import FiniteMetricSpace
+
+__all__ = ["frechet_mean", "kemeny", "majority_vote", "medoid"]
+
+_CHUNK = 1 << 22  # elements of a (rows x labels) score block
+
+
+def _weights(weights: Any, m: int) -> np.ndarray:
+    w = np.ones(m) if weights is None else np.asarray(weights, dtype=np.float64)
+    if w.shape != (m,) or not np.isfinite(w).all() or (w < 0).any():
+        raise ValueError(
+            f"weights must be {m} finite non-negative numbers (one per LF); got {w!r}."
+        )
+    return w
+
+
+def _argmin_cost(
+    L: np.ndarray, cost: np.ndarray, w: np.ndarray, restrict_to_votes: bool
+) -> np.ndarray:
+    """argmin over labels of sum_a w_a cost[lambda_a, y], rows in chunks."""
+    n, m = L.shape
+    r = cost.shape[0]
+    out = np.full(n, ABSTAIN, dtype=np.int64)
+    step = max(1, _CHUNK // r)
+    for start in range(0, n, step):  # bounded memory; each chunk fully vectorized
+        block = L[start : start + step]
+        scores = np.zeros((len(block), r))
+        for a in range(m):
+            voted = block[:, a] != ABSTAIN
+            scores[voted] += w[a] * cost[block[voted, a]]
+        if restrict_to_votes:
+            allowed = np.zeros((len(block), r), dtype=bool)
+            rows = np.repeat(np.arange(len(block)), m)
+            votes = block.ravel()
+            keep = votes != ABSTAIN
+            allowed[rows[keep], votes[keep]] = True
+            scores[~allowed] = np.inf
+        best = scores.argmin(axis=1)
+        any_vote = (block != ABSTAIN).any(axis=1)
+        out[start : start + step] = np.where(any_vote, best, ABSTAIN)
+    return out
+
+
+def frechet_mean(L: Any, space: FiniteMetricSpace, weights: Any = None) -> np.ndarray:
+    """Weighted Frechet mean of each row's votes: argmin_y sum_a w_a d^2(y, lambda_a).
+
+    Parameters
+    ----------
+    L : array-like of int of shape (n_samples, n_lfs)
+    space : FiniteMetricSpace
+    weights : array-like of shape (n_lfs,), optional
+        Non-negative LF weights (default equal).
+
+    Returns
+    -------
+    labels : ndarray of int64 of shape (n_samples,); -1 where every LF abstained.
+    Ties go to the lowest label index.
+    """
+    L = check_label_matrix(L, n_labels=len(space))
+    return _argmin_cost(L, space.squared_distance_matrix, _weights(weights, L.shape[1]), False)
+
+
+def kemeny(L: Any, space: FiniteMetricSpace, weights: Any = None) -> np.ndarray:
+    """Weighted median label argmin_y sum_a w_a d(y, lambda_a) (exact Kemeny for rankings).
+
+    With ``Permutations(n, "kendall_tau")`` this is Kemeny-Young aggregation, solved
+    exactly by scoring all n! candidate rankings. Same parameters and return as
+    :func:`frechet_mean`.
+
+    Examples
+    --------
+    >>> import numpy as np, snorkel_structured as ss
+    >>> from snorkel_structured.aggregators import kemeny
+    >>> space = ss.Permutations(3)
+    >>> votes = space.encode([(0, 1, 2), (0, 2, 1), (1, 0, 2)])
+    >>> space.decode(kemeny(votes[None, :], space))
+    [(0, 1, 2)]
+    """
+    L = check_label_matrix(L, n_labels=len(space))
+    return _argmin_cost(L, space.distance_matrix, _weights(weights, L.shape[1]), False)
+
+
+def medoid(L: Any, space: FiniteMetricSpace, weights: Any = None) -> np.ndarray:
+    """The vote of the row closest to the others: argmin over the row's votes of sum w d^2."""
+    L = check_label_matrix(L, n_labels=len(space))
+    return _argmin_cost(L, space.squared_distance_matrix, _weights(weights, L.shape[1]), True)
+
+
+def majority_vote(
+    L: Any, n_labels: int, *, tie_break: str = "lowest", seed: Any = None
+) -> np.ndarray:
+    """The most frequent vote of each row; -1 where every LF abstained.
+
+    Parameters
+    ----------
+    L : array-like of int of shape (n_samples, n_lfs)
+    n_labels : int
+    tie_break : {"lowest", "random"}, default="lowest"
+        Among tied labels take the lowest index, or a seeded uniform choice.
+    seed : None, int or numpy.random.Generator
+    """
+    L = check_label_matrix(L, n_labels=n_labels)
+    if tie_break not in ("lowest", "random"):
+        raise ValueError(f"tie_break must be 'lowest' or 'random'; got {tie_break!r}.")
+    n, m = L.shape
+    rows = np.repeat(np.arange(n), m)
+    votes = L.ravel()
+    keep = votes != ABSTAIN
+    counts = np.zeros((n, n_labels))
+    np.add.at(counts, (rows[keep], votes[keep]), 1.0)
+    if tie_break == "random":
+        counts += check_seed(seed).random(counts.shape) * 0.5  # breaks ties only
+    out = counts.argmax(axis=1)
+    return np.where(keep.reshape(n, m).any(axis=1), out, ABSTAIN).astype(np.int64)

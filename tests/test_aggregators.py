@@ -1,0 +1,52 @@
+import itertools
+
+import numpy as np
+import pytest
+
+import snorkel_structured as ss
+from snorkel_structured.aggregators import frechet_mean, kemeny, majority_vote, medoid
+
+
+def test_kemeny_on_four_items_matches_brute_force(rng):
+    space = ss.Permutations(4, "kendall_tau")
+    L = rng.integers(-1, 24, size=(200, 5))
+    L[0] = -1
+    w = rng.uniform(0.1, 2.0, size=5)
+    got = kemeny(L, space, w)
+    assert got[0] == -1
+    perms = list(itertools.permutations(range(4)))
+
+    def kendall(p, q):
+        return sum((p[i] - p[j]) * (q[i] - q[j]) < 0 for i, j in itertools.combinations(range(4), 2))
+
+    for row, label in zip(L[1:40], got[1:40]):
+        costs = [sum(w[a] * kendall(p, perms[v]) for a, v in enumerate(row) if v >= 0) for p in perms]
+        assert costs[label] == pytest.approx(min(costs))
+        assert label == int(np.argmin(costs))  # ties go to the lowest index
+
+
+def test_frechet_mean_and_medoid_by_hand():
+    # path 0 - 1 - 2 - 3 - 4: the squared-distance mean of votes {0, 4} is 2, not a vote.
+    space = ss.GraphSpace(np.diag(np.ones(4), 1) + np.diag(np.ones(4), -1))
+    L = np.array([[0, 4, -1], [0, 0, 3], [-1, -1, -1]])
+    np.testing.assert_array_equal(frechet_mean(L, space), [2, 1, -1])
+    np.testing.assert_array_equal(medoid(L, space), [0, 0, -1])
+    # weights move the mean toward the heavier LF
+    assert frechet_mean(L[:1], space, weights=[3.0, 1.0, 1.0])[0] == 1
+
+
+def test_majority_vote():
+    L = np.array([[1, 1, 0], [2, -1, 2], [-1, -1, -1], [0, 1, 2]])
+    np.testing.assert_array_equal(majority_vote(L, 3), [1, 2, -1, 0])
+    draws = {int(majority_vote(L[3:], 3, tie_break="random", seed=s)[0]) for s in range(30)}
+    assert draws == {0, 1, 2}
+    with pytest.raises(ValueError, match="tie_break"):
+        majority_vote(L, 3, tie_break="first")
+
+
+def test_aggregator_errors():
+    space = ss.Discrete(3)
+    with pytest.raises(ValueError, match="weights"):
+        frechet_mean(np.zeros((2, 3), int), space, weights=[1, 2])
+    with pytest.raises(ValueError, match="outside the label space"):
+        kemeny(np.array([[0, 3, 1]]), space)
