@@ -7,13 +7,16 @@ manifolds (Euclidean, spherical, hyperbolic), following Vishwakarma, Roberts and
 
 from snorkel_structured._validation import ABSTAIN
 from snorkel_structured.embedding import PseudoEuclideanEmbedding
+from snorkel_structured.end_model.structured import KernelStructuredPredictor
 from snorkel_structured.estimators import VoteStats
 from snorkel_structured.exceptions import (
     ConvergenceWarning,
     IdentifiabilityWarning,
+    IllConditionedWarning,
     NotFittedError,
 )
 from snorkel_structured.noise import FiniteNoiseModel
+from snorkel_structured.noise_aware import NoiseMatrix, loss_weights, noise_matrix
 from snorkel_structured.spaces import Discrete, FiniteMetricSpace, GraphSpace, Permutations
 from snorkel_structured import synthetic
 
@@ -27,10 +30,15 @@ __all__ = [
     "FiniteNoiseModel",
     "GraphSpace",
     "IdentifiabilityWarning",
+    "IllConditionedWarning",
+    "KernelStructuredPredictor",
+    "NoiseMatrix",
     "NotFittedError",
     "Permutations",
     "PseudoEuclideanEmbedding",
     "VoteStats",
+    "loss_weights",
+    "noise_matrix",
     "synthetic",
     "__version__",
 ]

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-__all__ = ["ConvergenceWarning", "IdentifiabilityWarning", "NotFittedError"]
+__all__ = [
+    "ConvergenceWarning",
+    "IdentifiabilityWarning",
+    "IllConditionedWarning",
+    "NotFittedError",
+]
 
 
 class NotFittedError(ValueError, AttributeError):
@@ -19,3 +24,7 @@ class ConvergenceWarning(UserWarning):
 
 class IdentifiabilityWarning(UserWarning):
     """The data do not determine the parameters (e.g. a labeling function is pure noise)."""
+
+
+class IllConditionedWarning(UserWarning):
+    """A matrix the result depends on is ill-conditioned (e.g. a noise matrix Q to invert)."""

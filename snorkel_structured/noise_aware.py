@@ -1,0 +1,517 @@
+"""Noise-aware training for structured end models (paper section 4, appendix C).
+
+A pseudolabel Z is made from a point's votes by a rule (a draw from the posterior, as in
+the paper, or the MAP). Under a noise model, Z given the true label Y has the transition
+matrix Q_ij = P(Z = y_j | Y = y_i) over the support y_1..y_k. If Q is invertible, the
+corrected loss sum_l (Q^-1)_jl d^2(t, y_l) of a point whose pseudolabel is y_j has
+expectation d^2(t, y_i) when Y = y_i (Natarajan et al. 2013), for every candidate t.
+The rows of Q^-1 are therefore per-point *loss weights*: feed them to any model that
+trains on weighted targets, e.g. :class:`~snorkel_structured.KernelStructuredPredictor`.
+
+This module depends only on the noise model (S, theta, prior, abstain rates), not on a
+fitted label model, so the same functions computed with the true parameters give the
+paper's P and with estimated ones its Q.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.special import logsumexp
+
+from snorkel_structured._validation import (
+    ABSTAIN,
+    check_label_matrix,
+    check_scalar,
+    check_seed,
+)
+from snorkel_structured.exceptions import IllConditionedWarning
+from snorkel_structured.noise.finite import (
+    log_conditional_probs,
+    log_posterior,
+    sample_votes,
+)
+from snorkel_structured.spaces.finite import FiniteMetricSpace
+
+__all__ = ["NoiseMatrix", "loss_weights", "noise_matrix"]
+
+RULES = ("sample", "map")
+METHODS = ("auto", "exact", "monte_carlo")
+PSEUDOLABEL = "pseudolabel"
+
+
+@dataclass(frozen=True, eq=False)
+class NoiseMatrix:
+    """Transition matrix of pseudolabels given the true label, over the support.
+
+    Attributes
+    ----------
+    Q : ndarray of shape (k, k)
+        ``Q[i, j] = P(pseudolabel = support[j] | Y = support[i])``; rows sum to one.
+    inverse : ndarray of shape (k, k)
+        ``Q^-1``; row j holds the loss weights of a point whose pseudolabel is
+        ``support[j]``.
+    support : ndarray of int64 of shape (k,)
+        Label indices (into the space) that ``Q`` is indexed by.
+    prior : ndarray of shape (k,)
+        The prior renormalized on the support (used by the posterior).
+    rule : {"sample", "map"}
+        The pseudolabel rule ``Q`` describes.
+    method : {"exact", "monte_carlo"}
+        How ``Q`` was computed.
+    std_error : ndarray of shape (k, k)
+        Standard error of each entry of ``Q`` (zeros when exact).
+    n_evaluated : int
+        Vote patterns enumerated (exact) or votes drawn per true label (Monte Carlo).
+    condition_number : float
+        ``sigma_max(Q) / sigma_min(Q)``.
+    sigma_min : float
+        Smallest singular value of ``Q``; the paper's bound grows with
+        ``kappa(Q) / sigma_min(Q)``.
+    """
+
+    Q: np.ndarray
+    inverse: np.ndarray
+    support: np.ndarray
+    prior: np.ndarray
+    rule: str
+    method: str
+    std_error: np.ndarray
+    n_evaluated: int
+    condition_number: float
+    sigma_min: float
+
+    @property
+    def max_std_error(self) -> float:
+        """Largest standard error over the entries of ``Q``."""
+        return float(self.std_error.max())
+
+    def __repr__(self) -> str:
+        return (
+            f"NoiseMatrix(k={self.support.size}, rule={self.rule!r}, "
+            f"method={self.method!r}, condition_number={self.condition_number:.3g}, "
+            f"max_std_error={self.max_std_error:.2g})"
+        )
+
+
+# -- inputs ---------------------------------------------------------------------------
+def _squared_distances(space: Any) -> np.ndarray:
+    if isinstance(space, FiniteMetricSpace):
+        return np.asarray(space.squared_distance_matrix)
+    S = np.asarray(space, dtype=np.float64)
+    if S.ndim != 2 or S.shape[0] != S.shape[1] or S.shape[0] == 0:
+        raise ValueError(
+            "space must be a FiniteMetricSpace or an (r, r) matrix of squared "
+            f"distances; got an array of shape {S.shape}."
+        )
+    return S
+
+
+def _check_model(
+    S: np.ndarray, theta: Any, prior: Any, abstain: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r = S.shape[0]
+    th = np.asarray(theta, dtype=np.float64)
+    if th.ndim not in (1, 2) or th.shape[0] == 0 or (th.ndim == 2 and th.shape[1] != r):
+        raise ValueError(
+            f"theta must have shape (n_lfs,) or (n_lfs, {r}); got {th.shape}."
+        )
+    if not np.isfinite(th).all():
+        raise ValueError("theta must be finite; got NaN or inf.")
+    p = np.asarray(prior, dtype=np.float64)
+    if p.shape != (r,) or not np.isfinite(p).all() or (p < 0).any() or p.sum() <= 0:
+        raise ValueError(
+            f"prior must be {r} non-negative finite numbers with a positive sum; got "
+            f"shape {p.shape}."
+        )
+    m = th.shape[0]
+    rates = np.asarray(abstain, dtype=np.float64)
+    if rates.ndim > 1 or (rates.ndim == 1 and rates.shape != (m,)):
+        raise ValueError(
+            f"abstain must be a float or have shape ({m},); got {rates.shape}."
+        )
+    rates = np.broadcast_to(rates, (m,)).copy()
+    if not np.isfinite(rates).all() or ((rates < 0) | (rates >= 1)).any():
+        raise ValueError(f"abstain rates must be in [0, 1); got {rates.tolist()}.")
+    return th, p / p.sum(), rates
+
+
+def _resolve_support(prior: np.ndarray, support: Any, min_prior: float) -> np.ndarray:
+    r = prior.shape[0]
+    if support is None:
+        sup = np.flatnonzero(prior > min_prior)
+        if sup.size == 0:
+            raise ValueError(
+                f"no label has prior above min_prior={min_prior!r} (largest prior "
+                f"{prior.max():.3g}); lower min_prior or pass support explicitly."
+            )
+        return sup.astype(np.int64)
+    sup = np.asarray(support)
+    if sup.ndim != 1 or sup.size == 0 or sup.dtype.kind not in "iu":
+        raise ValueError(
+            f"support must be a non-empty 1-D array of label indices; got shape "
+            f"{sup.shape}, dtype {sup.dtype}."
+        )
+    if ((sup < 0) | (sup >= r)).any() or np.unique(sup).size != sup.size:
+        raise ValueError(f"support must hold distinct label indices in [0, {r}).")
+    if (prior[sup] <= 0).any():
+        bad = int(sup[prior[sup] <= 0][0])
+        raise ValueError(f"support label {bad} has zero prior; drop it from support.")
+    return np.sort(sup).astype(np.int64)
+
+
+# -- Q ------------------------------------------------------------
+def _rule_probs(log_joint: np.ndarray, rule: str) -> np.ndarray:
+    """P(Z = j | pattern) from log prior_j + log P(pattern | y_j): (k, B) -> (B, k)."""
+    if rule == "sample":
+        return np.exp(log_joint - logsumexp(log_joint, axis=0, keepdims=True)).T
+    k = log_joint.shape[0]
+    return np.eye(k)[np.argmax(log_joint, axis=0)]
+
+
+def _exact_q(
+    logc: np.ndarray, rates: np.ndarray, log_prior: np.ndarray, rule: str
+) -> tuple[np.ndarray, int]:
+    """Enumerate all vote patterns; ``logc`` is (m, k, r) [a, y, v] on the support."""
+    m, k, _ = logc.shape
+    tables = []  # per LF: log P(lambda_a = v | y) over v in votes (+ abstain), (k, V_a)
+    for a in range(m):
+        if rates[a] > 0:
+            t = np.concatenate(
+                [np.full((k, 1), np.log(rates[a])), np.log1p(-rates[a]) + logc[a]],
+                axis=1,
+            )
+        else:
+            t = logc[a]
+        tables.append(t)
+    rest = np.zeros((k, 1))
+    for t in tables[1:]:  # outer sum over LFs 2..m: (k, prod V_a)
+        rest = (rest[:, :, None] + t[:, None, :]).reshape(k, -1)
+    Q = np.zeros((k, k))
+    for v in range(tables[0].shape[1]):  # one vectorized block per vote of LF 1
+        log_lik = tables[0][:, v : v + 1] + rest  # (k, B)
+        Q += np.exp(log_lik) @ _rule_probs(log_lik + log_prior[:, None], rule)
+    return Q, tables[0].shape[1] * rest.shape[1]
+
+
+def _monte_carlo_q(
+    S: np.ndarray,
+    theta: np.ndarray,
+    rates: np.ndarray,
+    support: np.ndarray,
+    logc_sup: np.ndarray,
+    log_prior: np.ndarray,
+    rule: str,
+    n_draws: int,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    k = support.size
+    Q = np.empty((k, k))
+    se = np.empty((k, k))
+    for i, stream in enumerate(rng.spawn(k)):  # one batch of draws per true label
+        L = sample_votes(
+            S, theta, np.full(n_draws, support[i]), abstain=rates, seed=stream
+        )
+        # Rao-Blackwellized for "sample": average P(Z = j | votes), not draws of Z.
+        probs = _rule_probs(log_posterior(L, logc_sup, log_prior).T, rule)
+        Q[i] = probs.mean(axis=0)
+        se[i] = probs.std(axis=0, ddof=1) / np.sqrt(n_draws)
+    return Q, se
+
+
+def noise_matrix(
+    space: Any,
+    theta: Any,
+    prior: Any,
+    *,
+    abstain: Any = 0.0,
+    rule: str = "sample",
+    support: Any = None,
+    min_prior: float = 1e-3,
+    method: str = "auto",
+    max_patterns: int = 200_000,
+    n_draws: int = 20_000,
+    warn_condition: float = 100.0,
+    seed: Any = None,
+) -> NoiseMatrix:
+    """Q_ij = P(pseudolabel = y_j | Y = y_i) over the support, under a noise model.
+
+    Parameters
+    ----------
+    space : FiniteMetricSpace or ndarray of shape (r, r)
+        The label space, or its matrix of squared distances.
+    theta : array-like of shape (n_lfs,) or (n_lfs, r)
+        Canonical parameters of the model exp(-theta_a d^2) / Z_a(y) (estimated: Q;
+        true: the paper's P).
+    prior : array-like of shape (r,)
+        P(Y = y) over the whole space.
+    abstain : float or array-like of shape (n_lfs,), default=0.0
+        Probability that each LF abstains, independently of Y.
+    rule : {"sample", "map"}, default="sample"
+        Pseudolabel rule: a draw from the posterior (the paper) or the MAP. Both
+        restrict the posterior to the support.
+    support : array-like of int, optional
+        Label indices to index Q by; default the labels with ``prior > min_prior``.
+    min_prior : float, default=1e-3
+        Threshold defining the default support.
+    method : {"auto", "exact", "monte_carlo"}, default="auto"
+        "exact" enumerates all (r + 1)^n_lfs vote patterns (r^n_lfs without abstains),
+        weighted by P(pattern | y); "auto" does so when there are at most
+        ``max_patterns`` of them and uses Monte Carlo otherwise.
+    max_patterns : int, default=200_000
+    n_draws : int, default=20_000
+        Monte Carlo draws per true label.
+    warn_condition : float, default=100.0
+        Warn (``IllConditionedWarning``) when the condition number of Q exceeds this.
+    seed : None, int or numpy.random.Generator
+        Seeds the Monte Carlo draws (a Generator passed in advances).
+
+    Returns
+    -------
+    NoiseMatrix
+        Q, its inverse, the support, the method, standard errors (zero when exact),
+        condition number and smallest singular value.
+
+    Raises
+    ------
+    ValueError
+        For malformed parameters, or when Q is singular (the LFs carry no information
+        that separates some support labels; shrink the support or improve the LFs).
+
+    Warns
+    -----
+    IllConditionedWarning
+        When ``condition_number > warn_condition``.
+
+    Notes
+    -----
+    Q_ij = sum_u P(Z = y_j | u) P(u | Y = y_i) over vote patterns u (paper eq. 6).
+    For the "sample" rule P(Z = y_j | u) is the posterior; for "map" it is the
+    indicator of the posterior's argmax (first index on ties). The Monte Carlo
+    estimate averages P(Z = y_j | u) over votes drawn from the model (a
+    Rao-Blackwellized estimate for "sample") and reports its standard error.
+
+    Examples
+    --------
+    >>> import snorkel_structured as ss
+    >>> space = ss.Permutations(3)
+    >>> prior = [0.5, 0, 0, 0, 0, 0.5]
+    >>> nm = ss.noise_matrix(space, [1.0, 1.0], prior)
+    >>> nm.method, nm.support.tolist(), nm.Q.sum(axis=1).round(12).tolist()
+    ('exact', [0, 5], [1.0, 1.0])
+    """
+    S = _squared_distances(space)
+    th, p, rates = _check_model(S, theta, prior, abstain)
+    if rule not in RULES:
+        raise ValueError(f"rule must be one of {RULES}; got {rule!r}.")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}; got {method!r}.")
+    min_prior = check_scalar(
+        min_prior, "min_prior", low=0.0, high=1.0, high_inclusive=False
+    )
+    max_patterns = check_scalar(max_patterns, "max_patterns", kind="int", low=1)
+    n_draws = check_scalar(n_draws, "n_draws", kind="int", low=2)
+    warn_condition = check_scalar(warn_condition, "warn_condition", low=1.0)
+    sup = _resolve_support(p, support, min_prior)
+    p_sup = p[sup] / p[sup].sum()
+    log_prior = np.log(p_sup)
+    logc_sup = log_conditional_probs(S, th)[:, sup, :]  # (m, k, r) [a, y, v]
+    r = S.shape[0]
+    n_patterns = int(np.prod([r + 1 if x > 0 else r for x in rates], dtype=np.float64))
+    use_exact = method == "exact" or (method == "auto" and n_patterns <= max_patterns)
+    if use_exact:
+        Q, n_eval = _exact_q(logc_sup, rates, log_prior, rule)
+        se = np.zeros_like(Q)
+        used = "exact"
+    else:
+        rng = check_seed(seed)
+        Q, se = _monte_carlo_q(
+            S, th, rates, sup, logc_sup, log_prior, rule, n_draws, rng
+        )
+        n_eval, used = n_draws, "monte_carlo"
+    sv = np.linalg.svd(Q, compute_uv=False)
+    if sv[-1] <= 1e-10 * max(sv[0], 1e-300):
+        raise ValueError(
+            f"Q is singular (smallest singular value {sv[-1]:.2e}, largest "
+            f"{sv[0]:.2e}) over a support of {sup.size} labels: the votes do not "
+            "tell some support labels apart. Shrink the support (raise min_prior "
+            "or pass support=) or use more informative labeling functions."
+        )
+    cond = float(sv[0] / sv[-1])
+    if cond > warn_condition:
+        warnings.warn(
+            f"Q is ill-conditioned (condition number {cond:.3g} > warn_condition="
+            f"{warn_condition:g}, sigma_min {sv[-1]:.3g}): Q^-1 loss weights will be "
+            "large and noisy. Shrink the support or use more informative LFs.",
+            IllConditionedWarning,
+            stacklevel=2,
+        )
+    inverse = np.linalg.solve(Q, np.eye(sup.size))
+    for arr in (Q, inverse, se, sup, p_sup):
+        arr.setflags(write=False)
+    return NoiseMatrix(
+        Q, inverse, sup, p_sup, rule, used, se, int(n_eval), cond, float(sv[-1])
+    )
+
+
+# -- loss weights as a DataFrame ----------------------------------------
+def _label_names(space: Any, r: int) -> list[str]:
+    """Column name of each label: ``str(item)`` when unambiguous, else ``label_<i>``."""
+    if isinstance(space, FiniteMetricSpace):
+        names = [str(item) for item in space.items]
+        if len(set(names)) == r and PSEUDOLABEL not in names:
+            return names
+    return [f"label_{i}" for i in range(r)]
+
+
+def loss_weights(
+    L: Any,
+    space: Any,
+    theta: Any,
+    prior: Any,
+    *,
+    abstain: Any = None,
+    rule: str = "sample",
+    support: Any = None,
+    min_prior: float = 1e-3,
+    noise: NoiseMatrix | None = None,
+    index: Any = None,
+    seed: Any = None,
+    **noise_options: Any,
+) -> pd.DataFrame:
+    """Pseudolabels and noise-aware loss weights, one row per data point.
+
+    Parameters
+    ----------
+    L : array-like or DataFrame of shape (n_samples, n_lfs)
+        Votes (label indices, -1 = abstain). A DataFrame's index is kept.
+    space : FiniteMetricSpace or ndarray of shape (r, r)
+        The label space (its items name the columns) or its squared distances.
+    theta, prior
+        The noise model, as in :func:`noise_matrix`.
+    abstain : float or array-like of shape (n_lfs,), optional
+        LF abstain rates for Q; default the fraction of -1 in each column of ``L``.
+    rule : {"sample", "map"}, default="sample"
+        How pseudolabels are made: a draw from the posterior over the support (the
+        paper) or its argmax.
+    support, min_prior
+        As in :func:`noise_matrix`.
+    noise : NoiseMatrix, optional
+        A precomputed Q (its support and rule are used; e.g. to weight many chunks with
+        one Q). Otherwise Q is computed here.
+    index : array-like of length n_samples, optional
+        Row index of the result (overrides a DataFrame's index).
+    seed : None, int or numpy.random.Generator
+        Seeds the pseudolabel draws (and Monte Carlo Q).
+    **noise_options
+        ``method``, ``max_patterns``, ``n_draws``, ``warn_condition`` of
+        :func:`noise_matrix`.
+
+    Returns
+    -------
+    weights : DataFrame of shape (n_samples, k + 1)
+        Column ``"pseudolabel"`` (int64 label index into the space), then one float
+        column per support label, named ``str(item)`` (or ``"label_<i>"`` when item
+        strings are ambiguous), holding row ``pseudolabel`` of Q^-1. For any
+        prediction t, ``sum_l w_l d^2(t, y_l)`` is an unbiased estimate of the clean
+        loss ``d^2(t, y)`` (exactly so under the model that gave Q). ``attrs`` records
+        the support, rule, method and condition number.
+
+    Notes
+    -----
+    To train any model that accepts weighted targets, expand each row into k
+    (features, target y_l, sample weight w_l) triples and minimize the weighted loss;
+    weights can be negative, so the model must accept negative sample weights (the
+    kernel predictor here does, via :class:`KernelStructuredPredictor.fit`).
+
+    Rows where every LF abstains are kept: their posterior is the prior, their
+    pseudolabel is drawn from it (or is its argmax), and their weights are the Q^-1
+    row of that pseudolabel. Q accounts for the all-abstain pattern, so the estimate
+    stays unbiased; drop such rows yourself only if you also accept the bias.
+
+    Examples
+    --------
+    >>> import snorkel_structured as ss
+    >>> data = ss.synthetic.make_ranking_data(200, theta=[0.0, 0.0, 1.0], seed=0)
+    >>> W = ss.loss_weights(data.L, data.space, data.theta, data.prior, seed=0)
+    >>> W.shape, list(W.columns[:2])
+    ((200, 3), ['pseudolabel', '(3, 0, 1, 2)'])
+    """
+    row_index = getattr(L, "index", None) if isinstance(L, pd.DataFrame) else None
+    S = _squared_distances(space)
+    r = S.shape[0]
+    Lc = check_label_matrix(L, n_labels=r)
+    if index is not None:
+        row_index = pd.Index(index)
+        if len(row_index) != Lc.shape[0]:
+            raise ValueError(
+                f"index has {len(row_index)} entries but L has {Lc.shape[0]} rows."
+            )
+    th, p, _ = _check_model(S, theta, prior, 0.0)
+    if th.shape[0] != Lc.shape[1]:
+        raise ValueError(
+            f"L has {Lc.shape[1]} columns but theta describes {th.shape[0]} LFs."
+        )
+    rng = check_seed(seed)
+    q_rng, z_rng = rng.spawn(2)
+    if noise is None:
+        rates = (Lc == ABSTAIN).mean(axis=0) if abstain is None else abstain
+        rates = np.minimum(rates, 1.0 - 1e-9)  # an LF that always abstains
+        noise = noise_matrix(
+            S,
+            th,
+            p,
+            abstain=rates,
+            rule=rule,
+            support=support,
+            min_prior=min_prior,
+            seed=q_rng,
+            **noise_options,
+        )
+    sup = noise.support
+    logc_sup = log_conditional_probs(S, th)[:, sup, :]
+    log_post = log_posterior(Lc, logc_sup, np.log(noise.prior))  # (n, k)
+    if noise.rule == "map":
+        z = np.argmax(log_post, axis=1)
+    else:  # inverse CDF, one uniform per row
+        cdf = np.cumsum(np.exp(log_post), axis=1)
+        u = z_rng.random(Lc.shape[0]) * cdf[:, -1]
+        z = np.minimum((cdf < u[:, None]).sum(axis=1), sup.size - 1)
+    names = _label_names(space, r)
+    out = pd.DataFrame(
+        noise.inverse[z], columns=[names[i] for i in sup], index=row_index
+    )
+    out.insert(0, PSEUDOLABEL, sup[z].astype(np.int64))
+    out.attrs.update(
+        support=sup.tolist(),
+        rule=noise.rule,
+        method=noise.method,
+        condition_number=noise.condition_number,
+    )
+    return out
+
+
+def _weights_from_frame(
+    frame: pd.DataFrame, space: FiniteMetricSpace
+) -> tuple[np.ndarray, np.ndarray]:
+    """Parse a loss-weights DataFrame: (weights (n, k), label indices (k,))."""
+    names = _label_names(space, len(space))
+    lookup = {name: i for i, name in enumerate(names)}
+    cols = [c for c in frame.columns if c != PSEUDOLABEL]
+    unknown = [c for c in cols if c not in lookup]
+    if unknown:
+        raise ValueError(
+            f"loss-weight column {unknown[0]!r} names no label of the space; columns "
+            f"must be 'pseudolabel' and label names such as {names[0]!r} (as written "
+            "by loss_weights)."
+        )
+    if not cols:
+        raise ValueError("the loss-weights DataFrame has no label columns.")
+    W = frame[cols].to_numpy(dtype=np.float64, copy=True)
+    if not np.isfinite(W).all():
+        raise ValueError("loss weights must be finite; got NaN or inf.")
+    return W, np.array([lookup[c] for c in cols], dtype=np.int64)
