@@ -1,0 +1,342 @@
+"""LF analysis for structured labels: coverage, overlaps and conflicts in the metric.
+
+``StructuredLFAnalysis`` is the structured counterpart of Snorkel's ``LFAnalysis``. On
+top of Snorkel's counts it measures *how far apart* co-voting LFs are in the label
+metric (Kendall distance between rankings, kilometres between cities, ...), and, given a
+fitted label model, reports each LF's estimated ``E[d^2(lambda_a, Y)]`` and weight.
+It handles both kinds of label space:
+
+- finite spaces: ``L`` of shape ``(n_samples, n_lfs)``, indices with -1 for abstain;
+- manifolds: ``L`` of shape ``(n_samples, n_lfs, ambient_dim)``, NaN rows = abstain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from snorkel_structured._validation import ABSTAIN, check_label_matrix
+
+__all__ = ["StructuredLFAnalysis"]
+
+
+def _is_finite_space(space: Any) -> bool:
+    return hasattr(space, "distance_matrix") and hasattr(space, "index")
+
+
+class StructuredLFAnalysis:
+    """Summaries of structured labeling functions' votes, in the label metric.
+
+    Parameters
+    ----------
+    L : array-like of shape (n_samples, n_lfs) or (n_samples, n_lfs, ambient_dim)
+        Votes. For a finite ``space``: indices into the space, ``-1`` for abstain (the
+        output of Snorkel's appliers). For a manifold: points, with a row of NaN where
+        an LF abstains (the output of ``ManifoldPandasApplier``).
+    lfs : list of labeling functions, optional
+        Used only for their names (the summary's index).
+    space : label space
+        A finite space (``Permutations``, ``GraphSpace``, ...) or a manifold
+        (``Sphere``, ``Euclidean``, ``Hyperbolic``) with a ``dist`` method.
+
+    Attributes
+    ----------
+    L : ndarray
+        A validated copy of the votes.
+    space : label space
+    lf_names : list of str
+        LF names, or ``"lf_0", "lf_1", ...`` when ``lfs`` is not given.
+
+    Raises
+    ------
+    ValueError
+        If ``L`` has the wrong shape or values, or ``lfs`` has the wrong length.
+
+    See Also
+    --------
+    snorkel.labeling.LFAnalysis : Snorkel's analysis for categorical labels.
+
+    Notes
+    -----
+    Two LFs *overlap* on a row when both vote; they *conflict* when their votes
+    differ (different items; for manifolds, distance above ``1e-9``). The metric view
+    of conflicts is :meth:`lf_distances`: the mean distance ``d(lambda_a, lambda_b)``
+    over rows where both vote, and :meth:`lf_mean_distances`, which pools, for each
+    LF, the distances to every other LF over their common rows. Under the paper's
+    model with independent LFs, ``E d^2(lambda_a, lambda_b) ~ E d^2(lambda_a, Y) +
+    E d^2(lambda_b, Y)`` (exactly in Euclidean space), so LFs far from all others are
+    the noisy ones.
+
+    Examples
+    --------
+    >>> import numpy as np, snorkel_structured as ss
+    >>> space = ss.Permutations(n_items=3)
+    >>> L = np.array([[0, 0, 5], [0, 1, -1], [-1, -1, 2]])
+    >>> a = ss.StructuredLFAnalysis(L, space=space)
+    >>> a.lf_coverages().tolist()
+    [0.6666666666666666, 0.6666666666666666, 0.6666666666666666]
+    >>> a.lf_distances().round(2).iloc[0].tolist()
+    [0.0, 0.5, 3.0]
+    """
+
+    def __init__(self, L: Any, lfs: Sequence[Any] | None = None, *, space: Any) -> None:
+        self.space = space
+        self._finite = _is_finite_space(space)
+        if self._finite:
+            self.L = check_label_matrix(L, n_labels=len(space), name="L")
+            self._votes = self.L != ABSTAIN
+        else:
+            if not hasattr(space, "dist") or not hasattr(space, "ambient_dim"):
+                raise TypeError(
+                    "space must be a finite label space or a manifold with dist and "
+                    f"ambient_dim; got {type(space).__name__}."
+                )
+            self.L = self._check_points(L, space)
+            self._votes = ~np.isnan(self.L).all(axis=-1)
+        n_lfs = self.L.shape[1]
+        if lfs is not None:
+            lfs = list(lfs)
+            if len(lfs) != n_lfs:
+                raise ValueError(
+                    f"lfs has {len(lfs)} labeling functions but L has {n_lfs} columns; "
+                    "pass the LFs in the order they were applied."
+                )
+            self.lf_names = [lf.name for lf in lfs]
+        else:
+            self.lf_names = [f"lf_{j}" for j in range(n_lfs)]
+
+    @staticmethod
+    def _check_points(L: Any, space: Any) -> np.ndarray:
+        X = np.array(L, dtype=np.float64, copy=True)
+        d = int(space.ambient_dim)
+        if X.ndim == 2 and d == 1:
+            X = X[..., None]
+        if X.ndim != 3 or X.shape[2] != d or X.shape[0] == 0:
+            raise ValueError(
+                f"L must have shape (n_samples, n_lfs, {d}) for {space!r}; got shape "
+                f"{X.shape}. Apply manifold LFs with ManifoldPandasApplier."
+            )
+        nan = np.isnan(X)
+        partial = nan.any(axis=-1) & ~nan.all(axis=-1)
+        if partial.any():
+            i, j = (int(v) for v in np.argwhere(partial)[0])
+            raise ValueError(
+                f"L[{i}, {j}] is partly NaN ({X[i, j].tolist()}); an abstain must be a "
+                "whole row of NaN."
+            )
+        if np.isinf(X).any():
+            i, j = (int(v) for v in np.argwhere(np.isinf(X).any(axis=-1))[0])
+            raise ValueError(f"L[{i}, {j}] is not finite: {X[i, j].tolist()}.")
+        return X
+
+    # -- pairwise distances between co-voting LFs ----------------------------------
+    def _pair_distances(self, a: int) -> np.ndarray:
+        """Distances (n_samples, n_lfs) from LF ``a`` to every LF; NaN on abstains."""
+        both = self._votes[:, a, None] & self._votes
+        if self._finite:
+            D = self.space.distance_matrix
+            idx = np.where(self.L < 0, 0, self.L)
+            dist = D[idx[:, a, None], idx]
+        else:
+            with np.errstate(invalid="ignore"):
+                dist = np.asarray(self.space.dist(self.L[:, a, None, :], self.L))
+        return np.where(both, dist, np.nan)
+
+    def _distance_sums(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        m = self.L.shape[1]
+        counts = (self._votes.T.astype(np.int64) @ self._votes.astype(np.int64)).astype(
+            float
+        )
+        sums = np.zeros((m, m))
+        sq_sums = np.zeros((m, m))
+        for a in range(m):
+            dist = self._pair_distances(a)
+            sums[a] = np.nansum(dist, axis=0)
+            sq_sums[a] = np.nansum(dist**2, axis=0)
+        return counts, sums, sq_sums
+
+    def lf_distances(self, squared: bool = False) -> pd.DataFrame:
+        """Mean distance between each pair of LFs over the rows where both vote.
+
+        Parameters
+        ----------
+        squared : bool, default=False
+            Average squared distances instead.
+
+        Returns
+        -------
+        distances : pandas.DataFrame of shape (n_lfs, n_lfs)
+            Indexed and labeled by LF name; NaN for pairs that never co-vote.
+        """
+        counts, sums, sq_sums = self._distance_sums()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.where(counts > 0, (sq_sums if squared else sums) / counts, np.nan)
+        return pd.DataFrame(mean, index=self.lf_names, columns=self.lf_names)
+
+    def lf_mean_distances(self, squared: bool = False) -> np.ndarray:
+        """For each LF, the mean distance to the other LFs' votes on common rows.
+
+        Pools every (row, other LF) pair where both vote, so LFs that co-vote often
+        weigh more. NaN for an LF that never co-votes.
+
+        Returns
+        -------
+        mean_distances : ndarray of shape (n_lfs,)
+        """
+        counts, sums, sq_sums = self._distance_sums()
+        np.fill_diagonal(counts, 0.0)
+        total = sq_sums if squared else sums
+        np.fill_diagonal(total, 0.0)
+        n = counts.sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(n > 0, total.sum(axis=1) / n, np.nan)
+
+    # -- Snorkel-style counts --------------------------------------------------------
+    def label_coverage(self) -> float:
+        """Fraction of rows with at least one vote."""
+        return float(self._votes.any(axis=1).mean())
+
+    def label_overlap(self) -> float:
+        """Fraction of rows with at least two votes."""
+        return float((self._votes.sum(axis=1) > 1).mean())
+
+    def label_conflict(self) -> float:
+        """Fraction of rows where two LFs vote different labels."""
+        return float(self._conflicted_rows().mean())
+
+    def lf_coverages(self) -> np.ndarray:
+        """Fraction of rows each LF votes on, shape (n_lfs,)."""
+        return self._votes.mean(axis=0)
+
+    def lf_overlaps(self) -> np.ndarray:
+        """Fraction of rows where the LF and another LF vote, shape (n_lfs,)."""
+        overlapped = self._votes.sum(axis=1) > 1
+        return (self._votes & overlapped[:, None]).mean(axis=0)
+
+    def _differs(self) -> np.ndarray:
+        """(n_samples, n_lfs): the LF votes and another LF votes a different label."""
+        m = self.L.shape[1]
+        out = np.zeros(self._votes.shape, dtype=bool)
+        for a in range(m):
+            if self._finite:
+                diff = (
+                    self._votes[:, a, None]
+                    & self._votes
+                    & (self.L != self.L[:, a, None])
+                )
+            else:
+                dist = self._pair_distances(a)
+                with np.errstate(invalid="ignore"):
+                    diff = np.nan_to_num(dist, nan=0.0) > 1e-9
+            out[:, a] = diff.any(axis=1)
+        return out
+
+    def _conflicted_rows(self) -> np.ndarray:
+        return self._differs().any(axis=1)
+
+    def lf_conflicts(self) -> np.ndarray:
+        """Fraction of rows where another LF votes differently, shape (n_lfs,)."""
+        return self._differs().mean(axis=0)
+
+    # -- against gold labels and a fitted model ----------------------------------------
+    def _check_gold(self, Y: Any) -> np.ndarray:
+        n = self.L.shape[0]
+        if self._finite:
+            Y = check_label_matrix(
+                np.asarray(Y).reshape(-1, 1), n_labels=len(self.space), name="Y"
+            )[:, 0]
+            if Y.shape[0] != n:
+                raise ValueError(
+                    f"Y must have {n} entries, one per row of L; got {Y.shape[0]}."
+                )
+            return Y
+        Y = np.array(Y, dtype=np.float64)
+        d = self.L.shape[2]
+        if Y.ndim == 1 and d == 1:
+            Y = Y[:, None]
+        if Y.shape != (n, d):
+            raise ValueError(f"Y must have shape ({n}, {d}); got {Y.shape}.")
+        return Y
+
+    def _gold_distances(self, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Distances (n, m) from each vote to the gold label, valid mask (n, m)."""
+        if self._finite:
+            valid = self._votes & (Y[:, None] != ABSTAIN)
+            D = self.space.distance_matrix
+            dist = D[np.where(self.L < 0, 0, self.L), np.where(Y < 0, 0, Y)[:, None]]
+            return np.where(valid, dist, np.nan), valid
+        valid = self._votes & ~np.isnan(Y).any(axis=1)[:, None]
+        with np.errstate(invalid="ignore"):
+            dist = np.asarray(self.space.dist(self.L, Y[:, None, :]))
+        return np.where(valid, dist, np.nan), valid
+
+    def lf_summary(self, Y: Any = None, label_model: Any = None) -> pd.DataFrame:
+        """Per-LF statistics as a DataFrame indexed by LF name.
+
+        Parameters
+        ----------
+        Y : array-like, optional
+            Gold labels for a development set: indices of shape (n_samples,) (``-1``
+            where unknown) for finite spaces, points of shape (n_samples, ambient_dim)
+            for manifolds. Adds empirical columns.
+        label_model : fitted label model, optional
+            A fitted ``StructuredLabelModel`` or ``ManifoldLabelModel``; adds its
+            estimated ``E[d^2]`` and weight of each LF (no gold labels needed).
+
+        Returns
+        -------
+        summary : pandas.DataFrame
+            Columns ``j``, ``Coverage``, ``Overlaps``, ``Conflicts``, ``Mean dist.``
+            (mean distance to co-voting LFs, :meth:`lf_mean_distances`); with ``Y``:
+            ``Emp. Acc.`` (finite only: exact matches), ``Emp. mean dist.`` and
+            ``Emp. E[d^2]``; with ``label_model``: ``Est. E[d^2]`` and
+            ``Learned Weight`` (``get_weights()`` for finite models, ``weights_`` for
+            manifold models).
+        """
+        names = self.lf_names
+        m = len(names)
+        d: dict[str, Any] = {
+            "j": np.arange(m),
+            "Coverage": self.lf_coverages(),
+            "Overlaps": self.lf_overlaps(),
+            "Conflicts": self.lf_conflicts(),
+            "Mean dist.": self.lf_mean_distances(),
+        }
+        if Y is not None:
+            Y = self._check_gold(Y)
+            dist, valid = self._gold_distances(Y)
+            n_valid = valid.sum(axis=0)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                if self._finite:
+                    hits = (self.L == Y[:, None]) & valid
+                    d["Emp. Acc."] = np.where(
+                        n_valid > 0, hits.sum(axis=0) / n_valid, np.nan
+                    )
+                d["Emp. mean dist."] = np.where(
+                    n_valid > 0, np.nansum(dist, axis=0) / n_valid, np.nan
+                )
+                d["Emp. E[d^2]"] = np.where(
+                    n_valid > 0, np.nansum(dist**2, axis=0) / n_valid, np.nan
+                )
+        if label_model is not None:
+            if not hasattr(label_model, "expected_sq_dist_"):
+                raise ValueError(
+                    f"label_model must be fitted (it has no expected_sq_dist_); got "
+                    f"{type(label_model).__name__}. Call label_model.fit(L) first."
+                )
+            est = np.asarray(label_model.expected_sq_dist_, dtype=float)
+            if hasattr(label_model, "weights_"):
+                weights = np.asarray(label_model.weights_, dtype=float)
+            else:
+                weights = np.asarray(label_model.get_weights(), dtype=float)
+            if est.shape != (m,) or weights.shape != (m,):
+                raise ValueError(
+                    f"label_model was fitted with {est.shape[0]} labeling functions "
+                    f"but L has {m}; pass the model fitted on these LFs."
+                )
+            d["Est. E[d^2]"] = est
+            d["Learned Weight"] = weights
+        return pd.DataFrame(d, index=pd.Index(names, name=None))

@@ -1,0 +1,201 @@
+"""Structured labeling functions for finite label spaces, as Snorkel LabelingFunctions.
+
+A structured LF returns an *item* of a finite label space (a ranking, a tree node, a
+class) or ``None`` to abstain. The decorator wraps it into a real
+``snorkel.labeling.LabelingFunction`` that emits the item's index (``None`` -> -1), so
+Snorkel's ``PandasLFApplier``, ``DaskLFApplier``, ``PandasParallelLFApplier`` and
+``LFAnalysis`` work unchanged on the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from snorkel.labeling import LabelingFunction
+
+from snorkel_structured._validation import ABSTAIN
+from snorkel_structured.labeling._common import (
+    MISSING_PARENTHESES,
+    describe_row,
+    short_repr,
+)
+
+__all__ = ["StructuredLabelingFunction", "structured_labeling_function"]
+
+
+def _check_finite_space(space: Any) -> None:
+    if not (
+        hasattr(space, "index")
+        and hasattr(space, "items")
+        and hasattr(space, "__len__")
+    ):
+        raise TypeError(
+            "space must be a finite label space (FiniteMetricSpace, Permutations, "
+            f"Discrete, GraphSpace); got {type(space).__name__}. For points on a "
+            "manifold use manifold_labeling_function."
+        )
+
+
+class StructuredLabelingFunction(LabelingFunction):
+    """A Snorkel ``LabelingFunction`` whose function returns an item of a finite space.
+
+    Calling it runs Snorkel's preprocessors, then ``f``, then encodes the returned item
+    as its index in ``space`` (``None`` becomes ``ABSTAIN == -1``). Because it *is* a
+    ``snorkel.labeling.LabelingFunction``, every Snorkel applier and ``LFAnalysis``
+    accepts it.
+
+    Parameters
+    ----------
+    name : str
+        Name of the LF (unique within an applier).
+    f : callable
+        ``f(x, **resources)`` returning an item of ``space`` or ``None``.
+    space : FiniteMetricSpace
+        The label space (``Permutations``, ``GraphSpace``, ``Discrete``, ...).
+    resources : mapping, optional
+        Keyword arguments passed to ``f``.
+    pre : list of snorkel preprocessors, optional
+        Run on each data point before ``f``.
+
+    Attributes
+    ----------
+    name : str
+    space : FiniteMetricSpace
+
+    Raises
+    ------
+    ValueError
+        When ``f`` returns something that is not an item of ``space`` (the message
+        names the LF, the row and the value). Snorkel's appliers would otherwise cast
+        floats to int and treat negative numbers as abstains without a word.
+
+    See Also
+    --------
+    structured_labeling_function : the decorator that builds these.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        f: Callable[..., Any],
+        *,
+        space: Any,
+        resources: Mapping[str, Any] | None = None,
+        pre: Sequence[Any] | None = None,
+    ) -> None:
+        _check_finite_space(space)
+        super().__init__(
+            name=name,
+            f=f,
+            resources=resources,
+            pre=list(pre) if pre is not None else None,
+        )
+        self.space = space
+
+    def __call__(self, x: Any) -> int:
+        """Label data point ``x``: the index of the returned item, or -1 to abstain."""
+        item = super().__call__(x)
+        if item is None:
+            return ABSTAIN
+        try:
+            return int(self.space.index(item))
+        except (ValueError, TypeError, KeyError):
+            hint = ""
+            if isinstance(item, (int, float)) and item == ABSTAIN:
+                hint = " Return None (not -1) to abstain."
+            raise ValueError(
+                f"Labeling function {self.name!r} returned {short_repr(item)} for "
+                f"{describe_row(x)}, which is not an item of {self.space!r}. Return an "
+                f"item of the space (e.g. {short_repr(self.space.item(0))}) or None to "
+                f"abstain.{hint}"
+            ) from None
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__} {self.name}, Space: {self.space!r}, "
+            f"Preprocessors: {self._pre}"
+        )
+
+
+class structured_labeling_function:
+    """Decorator turning a function that returns label-space items into a Snorkel LF.
+
+    Mirrors ``snorkel.labeling.labeling_function``, with the label space as an extra
+    keyword. The decorated function takes a data point (a pandas row for
+    ``PandasLFApplier``) and returns an item of ``space`` or ``None`` to abstain.
+
+    Parameters
+    ----------
+    space : FiniteMetricSpace
+        The label space whose items the function returns.
+    name : str, optional
+        Name of the LF; defaults to the function's name.
+    resources : mapping, optional
+        Keyword arguments passed to the function on every call.
+    pre : list of snorkel preprocessors, optional
+        Run on each data point before the function.
+
+    Returns
+    -------
+    decorator : callable
+        Applied to a function, returns a :class:`StructuredLabelingFunction`.
+
+    Raises
+    ------
+    ValueError
+        When used without parentheses (``@structured_labeling_function``).
+
+    See Also
+    --------
+    manifold_labeling_function : the same for points on a manifold.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import snorkel_structured as ss
+    >>> from snorkel.labeling import PandasLFApplier
+    >>> space = ss.Permutations(n_items=3)
+    >>> @ss.structured_labeling_function(space=space)
+    ... def by_score(x):
+    ...     if not x["ok"]:
+    ...         return None
+    ...     return tuple(int(i) for i in pd.Series(x["scores"]).argsort())
+    >>> df = pd.DataFrame({"scores": [[3, 1, 2], [1, 2, 3]], "ok": [True, False]})
+    >>> PandasLFApplier([by_score]).apply(df, progress_bar=False).tolist()
+    [[3], [-1]]
+    >>> space.item(3)
+    (1, 2, 0)
+    """
+
+    def __init__(
+        self,
+        space: Any = None,
+        name: str | None = None,
+        resources: Mapping[str, Any] | None = None,
+        pre: Sequence[Any] | None = None,
+    ) -> None:
+        if callable(space) and not hasattr(space, "index"):
+            raise ValueError(
+                MISSING_PARENTHESES.format(decorator="structured_labeling_function")
+            )
+        if space is None:
+            raise TypeError(
+                "structured_labeling_function needs the label space: "
+                "@structured_labeling_function(space=ss.Permutations(n_items=4))."
+            )
+        _check_finite_space(space)
+        self.space = space
+        self.name = name
+        self.resources = resources
+        self.pre = pre
+
+    def __call__(self, f: Callable[..., Any]) -> StructuredLabelingFunction:
+        """Wrap ``f`` into a :class:`StructuredLabelingFunction`."""
+        return StructuredLabelingFunction(
+            name=self.name or f.__name__,
+            f=f,
+            space=self.space,
+            resources=self.resources,
+            pre=self.pre,
+        )
