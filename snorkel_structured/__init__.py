@@ -15,6 +15,16 @@ from snorkel_structured.exceptions import (
     IllConditionedWarning,
     NotFittedError,
 )
+from snorkel_structured.labeling import (
+    ManifoldDaskApplier,
+    ManifoldLabelingFunction,
+    ManifoldPandasApplier,
+    ManifoldPandasParallelApplier,
+    StructuredLabelingFunction,
+    StructuredLFAnalysis,
+    manifold_labeling_function,
+    structured_labeling_function,
+)
 from snorkel_structured.noise import FiniteNoiseModel
 from snorkel_structured.noise_aware import NoiseMatrix, loss_weights, noise_matrix
 from snorkel_structured.spaces import Discrete, FiniteMetricSpace, GraphSpace, Permutations
@@ -39,6 +49,14 @@ __all__ = [
     "VoteStats",
     "loss_weights",
     "noise_matrix",
+    "ManifoldDaskApplier",
+    "ManifoldLabelingFunction",
+    "ManifoldPandasApplier",
+    "ManifoldPandasParallelApplier",
+    "StructuredLabelingFunction",
+    "StructuredLFAnalysis",
+    "manifold_labeling_function",
+    "structured_labeling_function",
     "synthetic",
     "__version__",
 ]
