@@ -9,6 +9,7 @@ from snorkel_structured._validation import ABSTAIN
 from snorkel_structured.embedding import PseudoEuclideanEmbedding
 from snorkel_structured.end_model.structured import KernelStructuredPredictor
 from snorkel_structured.estimators import VoteStats
+from snorkel_structured.label_model import StructuredLabelModel
 from snorkel_structured.exceptions import (
     ConvergenceWarning,
     IdentifiabilityWarning,
@@ -46,6 +47,7 @@ __all__ = [
     "NotFittedError",
     "Permutations",
     "PseudoEuclideanEmbedding",
+    "StructuredLabelModel",
     "VoteStats",
     "loss_weights",
     "noise_matrix",

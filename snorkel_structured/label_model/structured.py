@@ -1,0 +1,609 @@
+"""StructuredLabelModel: Snorkel's LabelModel lifted to labels in a finite metric space."""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from typing import Any
+
+import numpy as np
+from scipy.special import logsumexp
+from snorkel.analysis import metric_score
+from snorkel.labeling.model.base_labeler import BaseLabeler
+
+from snorkel_structured._persistence import PersistenceMixin
+from snorkel_structured._validation import (
+    ABSTAIN,
+    check_is_fitted,
+    check_label_matrix,
+    check_scalar,
+    check_seed,
+)
+from snorkel_structured.estimators._stats import VoteStats
+from snorkel_structured.estimators.em import em_refine, mle_estimate
+from snorkel_structured.estimators.uws import uws_expected_sq_dist
+from snorkel_structured.exceptions import IdentifiabilityWarning
+from snorkel_structured.noise.finite import (
+    expected_sq_dist,
+    log_conditional_probs,
+    log_posterior,
+    theta_from_expected_sq_dist,
+)
+from snorkel_structured.spaces.finite import FiniteMetricSpace
+
+__all__ = ["StructuredLabelModel"]
+
+_ESTIMATORS = ("tensor", "mle", "uws")
+_TIE_BREAK = ("abstain", "true-random", "random")
+_STRUCTURED_METRICS = ("mean_distance", "mean_sq_distance")
+# Snorkel LabelModel.fit options that configure its torch optimizer: accepted, unused.
+_SNORKEL_TRAIN_KEYS = frozenset(
+    {"n_epochs", "lr", "l2", "optimizer", "optimizer_config", "lr_scheduler",
+     "lr_scheduler_config", "prec_init", "log_freq", "mu_eps"}
+)
+_DENSE_CODE_LIMIT = 1 << 24
+
+
+def _unique_rows(L: np.ndarray, r: int) -> tuple[np.ndarray, np.ndarray]:
+    """Unique rows of a validated L and the inverse map (rows -> unique index)."""
+    n, m = L.shape
+    base = r + 1
+    if float(base) ** m < 2.0**62:
+        powers = base ** np.arange(m - 1, -1, -1, dtype=np.int64)
+        codes = (L[:, 0] + 1) * powers[0]
+        for a in range(1, m):  # m vectorized multiply-adds
+            codes += (L[:, a] + 1) * powers[a]
+        if base**m <= max(_DENSE_CODE_LIMIT, 4 * n):
+            seen = np.zeros(base**m, dtype=np.int64)
+            seen[codes] = 1
+            uniq = np.flatnonzero(seen)
+            pos = np.cumsum(seen) - 1
+            inverse = pos[codes]
+        else:
+            uniq, inverse = np.unique(codes, return_inverse=True)
+        patterns = (uniq[:, None] // powers[None, :]) % base - 1
+        return patterns, inverse.ravel()
+    patterns, inverse = np.unique(L, axis=0, return_inverse=True)
+    return patterns, inverse.ravel()
+
+
+class StructuredLabelModel(PersistenceMixin, BaseLabeler):
+    """Label model for labels in a finite metric space (rankings, tree nodes, classes).
+
+    Labeling functions vote items of ``space`` (as indices; -1 abstains). Given the true
+    label y, LF a votes v with probability exp(-theta_a d^2(v, y)) / Z_a(y), independently
+    of the other LFs; the prior P(Y = y) lives on a few labels (its support). The model
+    is fitted without ground truth from the counts of vote patterns, and returns the
+    posterior P(Y | votes) like Snorkel's ``LabelModel``, whose method signatures it keeps.
+
+    Parameters
+    ----------
+    space : FiniteMetricSpace
+        The label space (``ss.Permutations``, ``ss.GraphSpace``, ``ss.Discrete``...).
+    estimator : {"tensor", "mle", "uws"}, default="tensor"
+        "tensor": the paper's tensor decomposition (Algorithm 1, done without oracles).
+        "mle": maximum likelihood by EM over vote patterns, started from the tensor
+        estimate (or a greedy support search when that is not identifiable).
+        "uws": the universal weak supervision baseline (additive squared distances);
+        its prior is then estimated by EM over the prior alone, theta held fixed.
+    n_components : int, optional
+        Number of labels with prior mass; estimated when omitted.
+    label_dependent : bool, default=False
+        One theta per LF and true label, shape (n_lfs, r) (like Snorkel's class-
+        conditional accuracies). Needs ``estimator="mle"``.
+    prior_support : "auto", "all" or array-like of int, default="auto"
+        Labels the prior may use ("mle" and "uws"): estimated, the whole space, or given.
+    max_iter : int, default=500
+        EM iterations ("mle", "uws").
+    tol : float, default=1e-8
+        EM tolerance on the log-likelihood per row.
+    seed : None, int or numpy.random.Generator
+        Randomness of the estimators (restarts). An int gives identical refits; a
+        Generator advances at each fit.
+    verbose : bool, default=False
+        Unused (kept for Snorkel compatibility); nothing is printed.
+
+    Attributes
+    ----------
+    stats_ : VoteStats
+        Vote-pattern counts the model was fitted on (``partial_fit`` adds to them).
+    n_lfs_ : int
+    prior_ : ndarray of shape (r,)
+        Estimated P(Y = y), zero off the support.
+    support_ : ndarray of int of shape (k,)
+    theta_ : ndarray of shape (n_lfs,) or (n_lfs, r)
+    expected_sq_dist_ : ndarray of shape (n_lfs,)
+        Estimated E[d^2(lambda_a, Y)] per LF.
+    coverage_ : ndarray of shape (n_lfs,)
+        Fraction of rows each LF voted on.
+    log_likelihood_ : float
+        Log-likelihood of the fitted votes under the estimate.
+    fit_warnings_ : list of str
+        Warnings raised by the estimators during the last fit (also emitted).
+
+    See Also
+    --------
+    snorkel_structured.estimators.em.mle_estimate
+    snorkel_structured.estimators.tensor.tensor_estimate
+
+    Notes
+    -----
+    P(Y = y | votes) is proportional to prior_y prod_a exp(-theta_a S[lambda_a, y]) /
+    Z_a(y) over the LFs that voted (DESIGN section 4). Estimation needs only the
+    additive :class:`~snorkel_structured.estimators.VoteStats`, so ``fit`` equals
+    ``partial_fit`` over chunks equals ``fit_stats(sum(chunk_stats))``.
+
+    References
+    ----------
+    .. [1] H. Vishwakarma, N. Roberts, F. Sala. "Lifting Weak Supervision To Structured
+       Prediction." NeurIPS 2022.
+
+    Examples
+    --------
+    >>> import numpy as np, snorkel_structured as ss
+    >>> data = ss.synthetic.make_ranking_data(5000, seed=0)
+    >>> lm = ss.StructuredLabelModel(data.space, estimator="mle", seed=0).fit(data.L)
+    >>> lm.theta_.shape, lm.predict_proba(data.L).shape
+    ((3,), (5000, 24))
+    >>> bool(np.abs(lm.expected_sq_dist_ - data.expected_sq_dist).max() < 0.1)
+    True
+    """
+
+    def __init__(
+        self,
+        space: FiniteMetricSpace,
+        *,
+        estimator: str = "tensor",
+        n_components: int | None = None,
+        label_dependent: bool = False,
+        prior_support: Any = "auto",
+        max_iter: int = 500,
+        tol: float = 1e-8,
+        seed: Any = None,
+        verbose: bool = False,
+    ) -> None:
+        BaseLabeler.__init__(self, cardinality=len(space) if hasattr(space, "__len__") else 0)
+        self.space = space
+        self.estimator = estimator
+        self.n_components = n_components
+        self.label_dependent = label_dependent
+        self.prior_support = prior_support
+        self.max_iter = max_iter
+        self.tol = tol
+        self.seed = seed
+        self.verbose = verbose
+
+    # -- scikit-learn style parameters --------------------------------------------
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        sig = inspect.signature(cls.__init__)
+        return [p for p in sig.parameters if p != "self"]
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """Constructor parameters, as scikit-learn's ``get_params``."""
+        return {k: getattr(self, k) for k in self._param_names()}
+
+    def set_params(self, **params: Any) -> StructuredLabelModel:
+        """Set constructor parameters, as scikit-learn's ``set_params``; returns self."""
+        names = set(self._param_names())
+        for k, v in params.items():
+            if k not in names:
+                raise ValueError(f"Invalid parameter {k!r} for StructuredLabelModel; valid: {sorted(names)}.")
+            setattr(self, k, v)
+        if "space" in params:
+            self.cardinality = len(self.space)
+        return self
+
+    def __repr__(self) -> str:
+        return f"StructuredLabelModel({self.space!r}, estimator={self.estimator!r})"
+
+    # -- validation ----------------------------------------------------------------
+    def _check_params(self) -> None:
+        if not isinstance(self.space, FiniteMetricSpace):
+            raise TypeError(
+                f"space must be a FiniteMetricSpace (e.g. ss.Permutations(4)); got "
+                f"{type(self.space).__name__}."
+            )
+        if self.estimator not in _ESTIMATORS:
+            raise ValueError(f"estimator must be one of {_ESTIMATORS}; got {self.estimator!r}.")
+        r = len(self.space)
+        if self.n_components is not None:
+            check_scalar(self.n_components, "n_components", kind="int", low=1, high=r)
+        if not isinstance(self.label_dependent, (bool, np.bool_)):
+            raise TypeError(f"label_dependent must be a bool; got {self.label_dependent!r}.")
+        if self.label_dependent and self.estimator != "mle":
+            raise ValueError(
+                f"label_dependent=True needs estimator='mle'; got estimator={self.estimator!r}."
+            )
+        check_scalar(self.max_iter, "max_iter", kind="int", low=1)
+        check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
+        check_seed(self.seed if not isinstance(self.seed, np.random.Generator) else None)
+
+    def _support(self) -> np.ndarray | None:
+        ps, r = self.prior_support, len(self.space)
+        if isinstance(ps, str):
+            if ps == "auto":
+                return None
+            if ps == "all":
+                return np.arange(r)
+            raise ValueError(f"prior_support must be 'auto', 'all' or label indices; got {ps!r}.")
+        idx = np.asarray(ps)
+        if idx.ndim != 1 or idx.size == 0 or idx.dtype.kind not in "iu":
+            raise ValueError(
+                f"prior_support must be a non-empty 1-D array of label indices; got {idx!r}."
+            )
+        if (idx < 0).any() or (idx >= r).any():
+            raise ValueError(f"prior_support holds indices outside [0, {r}); got {idx.tolist()}.")
+        return np.unique(idx)
+
+    def _check_class_balance(self, class_balance: Any, Y_dev: Any) -> np.ndarray | None:
+        r = len(self.space)
+        if class_balance is not None:
+            p = np.asarray(class_balance, dtype=np.float64)
+            if p.shape != (r,) or not np.isfinite(p).all() or (p < 0).any() or p.sum() <= 0:
+                raise ValueError(
+                    f"class_balance must be {r} non-negative numbers (one per label of the "
+                    f"space) with a positive sum; got shape {p.shape}."
+                )
+            return p / p.sum()
+        if Y_dev is not None:
+            y = self._check_gold(Y_dev, "Y_dev")
+            return np.bincount(y, minlength=r) / y.size
+        return None
+
+    def _check_gold(self, Y: Any, name: str, n: int | None = None) -> np.ndarray:
+        r = len(self.space)
+        y = np.asarray(Y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y[:, 0]
+        if y.ndim != 1 or y.size == 0 or y.dtype.kind not in "iu":
+            raise ValueError(
+                f"{name} must be a 1-D array of label indices; got shape {y.shape}, dtype {y.dtype}."
+            )
+        if n is not None and y.size != n:
+            raise ValueError(f"{name} must have one label per row of L ({n}); got {y.size}.")
+        bad = (y < 0) | (y >= r)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ValueError(f"{name} holds a label outside [0, {r}): entry {i} is {y[i]}.")
+        return y.astype(np.int64)
+
+    def _check_L(self, L: Any, name: str = "L") -> np.ndarray:
+        return check_label_matrix(L, n_labels=len(self.space), min_lfs=3, name=name, n_lfs=self.n_lfs_)
+
+    # -- fitting ---------------------------------------------------------------------
+    def fit(
+        self,
+        L_train: Any,
+        Y_dev: Any = None,
+        class_balance: Any = None,
+        progress_bar: bool = True,
+        **config: Any,
+    ) -> StructuredLabelModel:
+        """Estimate the prior and each LF's noise from the votes ``L_train``.
+
+        Parameters
+        ----------
+        L_train : array-like of int of shape (n_samples, n_lfs)
+            Label indices into ``space``; -1 = abstain. At least 3 LFs.
+        Y_dev : array-like of int of shape (n_dev,), optional
+            Gold labels; when given (and ``class_balance`` is not), their frequencies
+            fix the prior, as in Snorkel (labels absent from ``Y_dev`` get prior 0).
+        class_balance : array-like of shape (r,), optional
+            A fixed prior over the labels of ``space`` (normalized here).
+        progress_bar : bool, default=True
+            Unused (the fit has no epochs).
+        **config
+            ``seed``, ``max_iter`` and ``tol`` override the constructor's for this
+            fit; Snorkel's optimizer options (``n_epochs``, ``lr``, ``l2``, ...) are
+            accepted and ignored.
+
+        Returns
+        -------
+        self : StructuredLabelModel
+
+        Raises
+        ------
+        ValueError
+            If ``L_train`` is not a 2-D integer matrix with at least 3 columns and votes
+            in [-1, r), or ``class_balance``/``Y_dev`` do not fit the space.
+        """
+        self._check_params()
+        unknown = set(config) - _SNORKEL_TRAIN_KEYS - {"seed", "max_iter", "tol"}
+        if unknown:
+            raise TypeError(f"fit got unexpected keyword arguments {sorted(unknown)}.")
+        L = check_label_matrix(L_train, n_labels=len(self.space), min_lfs=3, name="L_train")
+        fixed = self._check_class_balance(class_balance, Y_dev)
+        stats = VoteStats.from_label_matrix(L, n_labels=len(self.space))
+        return self._fit_stats(stats, fixed, config)
+
+    def fit_stats(self, stats: VoteStats, class_balance: Any = None) -> StructuredLabelModel:
+        """Fit from vote-pattern counts (e.g. ``sum`` of per-chunk ``VoteStats``).
+
+        Parameters
+        ----------
+        stats : VoteStats
+            With ``n_labels == len(space)`` and at least 3 LFs.
+        class_balance : array-like of shape (r,), optional
+            A fixed prior.
+
+        Returns
+        -------
+        self : StructuredLabelModel
+        """
+        self._check_params()
+        if not isinstance(stats, VoteStats):
+            raise TypeError(f"stats must be a VoteStats; got {type(stats).__name__}.")
+        if stats.n_labels != len(self.space):
+            raise ValueError(
+                f"stats must count votes over {len(self.space)} labels (the space); got "
+                f"n_labels={stats.n_labels}."
+            )
+        if stats.n_lfs < 3:
+            raise ValueError(
+                f"stats must have at least 3 labeling functions; got {stats.n_lfs}. Add "
+                "labeling functions."
+            )
+        return self._fit_stats(stats, self._check_class_balance(class_balance, None), {})
+
+    def partial_fit(self, L_chunk: Any) -> StructuredLabelModel:
+        """Add the votes of ``L_chunk`` to the statistics and re-estimate.
+
+        The prior fixed by the last ``fit`` (``class_balance``/``Y_dev``) is kept.
+
+        Parameters
+        ----------
+        L_chunk : array-like of int of shape (n_chunk, n_lfs)
+
+        Returns
+        -------
+        self : StructuredLabelModel
+        """
+        self._check_params()
+        fitted = hasattr(self, "stats_")
+        L = check_label_matrix(
+            L_chunk, n_labels=len(self.space), min_lfs=3, name="L_chunk",
+            n_lfs=self.n_lfs_ if fitted else None,
+        )
+        stats = VoteStats.from_label_matrix(L, n_labels=len(self.space))
+        if fitted:
+            stats = self.stats_ + stats
+        return self._fit_stats(stats, getattr(self, "_fixed_prior", None), {})
+
+    def _fit_stats(self, stats: VoteStats, fixed: np.ndarray | None, config: dict[str, Any]) -> StructuredLabelModel:
+        seed = config.get("seed", self.seed)
+        max_iter = check_scalar(config.get("max_iter", self.max_iter), "max_iter", kind="int", low=1)
+        tol = check_scalar(config.get("tol", self.tol), "tol", low=0.0, low_inclusive=False)
+        rng = check_seed(seed)
+        S = self.space.squared_distance_matrix
+        support = self._support()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if self.estimator == "mle":
+                est = mle_estimate(
+                    stats, S, n_components=self.n_components, support=support, prior=fixed,
+                    label_dependent=bool(self.label_dependent), max_iter=max_iter, tol=tol,
+                    seed=rng,
+                )
+                prior, theta, ll = est.prior, est.theta, est.log_likelihood
+            elif self.estimator == "tensor":
+                from snorkel_structured.estimators.tensor import tensor_estimate
+
+                t = tensor_estimate(stats, S, n_components=self.n_components, seed=rng)
+                prior = np.asarray(t.prior, dtype=np.float64) if fixed is None else fixed
+                theta = np.asarray(t.theta, dtype=np.float64)
+                ll = float("nan")
+            else:
+                prior, theta, ll = self._fit_uws(stats, S, fixed, support, max_iter, tol)
+        self.fit_warnings_ = [str(w.message) for w in caught]
+        for w in caught:  # re-emit, pointing at the caller
+            warnings.warn(w.message, w.category, stacklevel=3)
+        self.stats_ = stats
+        self.n_lfs_ = stats.n_lfs
+        self.prior_ = np.asarray(prior, dtype=np.float64)
+        self.support_ = np.flatnonzero(self.prior_ > 0)
+        self.theta_ = np.asarray(theta, dtype=np.float64)
+        self.expected_sq_dist_ = expected_sq_dist(S, self.theta_, self.prior_)
+        self.coverage_ = stats.coverage()
+        self.log_likelihood_ = float(ll)
+        self._fixed_prior = fixed
+        self._log_cond = log_conditional_probs(S, self.theta_)
+        with np.errstate(divide="ignore"):
+            self._log_prior = np.log(self.prior_)
+        return self
+
+    def _fit_uws(self, stats: VoteStats, S: np.ndarray, fixed: np.ndarray | None,
+                 support: np.ndarray | None, max_iter: int, tol: float) -> tuple[np.ndarray, np.ndarray, float]:
+        m, r = stats.n_lfs, len(self.space)
+        P, c = np.asarray(stats.patterns), np.asarray(stats.counts)
+        M = np.full((m, m), np.nan)
+        for a in range(m):  # m^2 / 2 vectorized sums over patterns
+            for b in range(a + 1, m):
+                keep = (P[:, a] != ABSTAIN) & (P[:, b] != ABSTAIN)
+                w = c[keep]
+                if w.sum() > 0:
+                    M[a, b] = M[b, a] = (w @ S[P[keep, a], P[keep, b]]) / w.sum()
+        np.fill_diagonal(M, 0.0)
+        e = uws_expected_sq_dist(M)
+        bad = ~np.isfinite(e) | (e < 0)
+        if bad.any():
+            warnings.warn(
+                f"UWS could not estimate E[d^2] for LFs {np.flatnonzero(bad).tolist()} "
+                "(no fully observed triplet, or additivity badly violated); treated as "
+                "the most accurate possible.", IdentifiabilityWarning, stacklevel=4,
+            )
+            e = np.where(np.isfinite(e), np.maximum(e, 0.0), 0.0)
+        base = fixed if fixed is not None else np.full(r, 1.0 / r)
+        theta = theta_from_expected_sq_dist(S, e, base)
+        if fixed is not None:
+            return fixed, theta, float("nan")
+        T = np.arange(r) if support is None else support
+        p0 = np.zeros(r)
+        p0[T] = 1.0 / T.size
+        est = em_refine(stats, S, theta=theta, prior=p0, support=T, fixed_theta=True,
+                        max_iter=max_iter, tol=tol)
+        return est.prior, theta, est.log_likelihood
+
+    # -- fitted model ------------------------------------------------------------------
+    def log_conditional_probs(self) -> np.ndarray:
+        """log P(lambda_a = v | Y = y) of the fitted model, shape (n_lfs, r, r) [a, y, v]."""
+        check_is_fitted(self, "theta_")
+        return self._log_cond.copy()
+
+    def get_conditional_probs(self) -> np.ndarray:
+        """Snorkel's table P(lambda_a = v | Y = y), shape (n_lfs, r + 1, r).
+
+        ``out[a, 0, y]`` is the abstain probability (1 - coverage; abstains do not
+        depend on y in this model) and ``out[a, v + 1, y]`` the probability of vote v.
+        Each ``out[a, :, y]`` sums to 1.
+        """
+        check_is_fitted(self, "theta_")
+        cov = self.coverage_
+        out = np.empty((self.n_lfs_, len(self.space) + 1, len(self.space)))
+        out[:, 0, :] = (1.0 - cov)[:, None]
+        out[:, 1:, :] = cov[:, None, None] * np.exp(self._log_cond).transpose(0, 2, 1)
+        return out
+
+    def get_weights(self) -> np.ndarray:
+        """Each LF's estimated accuracy P(lambda_a = Y | lambda_a votes), shape (n_lfs,)."""
+        check_is_fitted(self, "theta_")
+        diag = np.exp(np.diagonal(self._log_cond, axis1=1, axis2=2))  # (m, r): P(v = y | y)
+        return np.clip(diag @ self.prior_, 1e-6, 1.0)
+
+    def _pattern_posterior(self, L: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        patterns, inverse = _unique_rows(L, len(self.space))
+        return log_posterior(patterns, self._log_cond, self._log_prior), inverse
+
+    def predict_proba(self, L: Any) -> np.ndarray:
+        """Posterior P(Y = y | votes) per row, shape (n_samples, r).
+
+        Parameters
+        ----------
+        L : array-like of int of shape (n_samples, n_lfs)
+
+        Returns
+        -------
+        probs : ndarray of shape (n_samples, r)
+        """
+        check_is_fitted(self, "theta_")
+        L = self._check_L(L)
+        logp, inverse = self._pattern_posterior(L)
+        return np.exp(logp)[inverse]
+
+    def predict(
+        self,
+        L: Any,
+        return_probs: bool | None = False,
+        tie_break_policy: str = "abstain",
+        *,
+        seed: Any = None,
+    ) -> Any:
+        """MAP label per row, ties broken as Snorkel's ``probs_to_preds``.
+
+        Parameters
+        ----------
+        L : array-like of int of shape (n_samples, n_lfs)
+        return_probs : bool, default=False
+            Also return ``predict_proba(L)``.
+        tie_break_policy : {"abstain", "true-random", "random"}, default="abstain"
+            Labels within 1e-5 of the top probability tie. "abstain" returns -1;
+            "random" picks deterministically from the row index (Snorkel's hash
+            policy); "true-random" draws with ``seed``.
+        seed : None, int or numpy.random.Generator
+            For "true-random".
+
+        Returns
+        -------
+        preds : ndarray of int of shape (n_samples,)
+        probs : ndarray of shape (n_samples, r), if ``return_probs``
+        """
+        check_is_fitted(self, "theta_")
+        if tie_break_policy not in _TIE_BREAK:
+            raise ValueError(f"tie_break_policy must be one of {_TIE_BREAK}; got {tie_break_policy!r}.")
+        L = self._check_L(L)
+        logp, inverse = self._pattern_posterior(L)
+        probs_u = np.exp(logp)
+        tied = np.abs(probs_u - probs_u.max(axis=1, keepdims=True)) < 1e-5  # (u, r)
+        n_tied = tied.sum(axis=1)
+        preds_u = np.argmax(tied, axis=1)
+        preds = preds_u[inverse]
+        rows = np.flatnonzero(n_tied[inverse] > 1)
+        if rows.size:
+            if tie_break_policy == "abstain":
+                preds[rows] = ABSTAIN
+            else:
+                t = tied[inverse[rows]]
+                if tie_break_policy == "random":  # deterministic per row index
+                    keys = ((rows[:, None].astype(np.uint64) * np.uint64(2654435761)
+                             + np.arange(t.shape[1], dtype=np.uint64) * np.uint64(40503))
+                            % np.uint64(1 << 31)).astype(np.float64)
+                else:
+                    keys = check_seed(seed).random(t.shape)
+                preds[rows] = np.argmax(np.where(t, keys + 1.0, 0.0), axis=1)
+        if return_probs:
+            return preds, probs_u[inverse]
+        return preds
+
+    def score(
+        self,
+        L: Any,
+        Y: Any,
+        metrics: list[str] | None = ["accuracy"],  # noqa: B006 - Snorkel's signature
+        tie_break_policy: str = "abstain",
+    ) -> dict[str, float]:
+        """Snorkel's metrics plus structured ones on the MAP predictions.
+
+        Rows the model abstains on (ties under "abstain") are left out, as in Snorkel.
+
+        Parameters
+        ----------
+        L : array-like of int of shape (n_samples, n_lfs)
+        Y : array-like of int of shape (n_samples,)
+            True label indices.
+        metrics : list of str, default=["accuracy"]
+            Any metric of ``snorkel.analysis.metric_score`` (accuracy, f1_micro, ...)
+            and "mean_distance", "mean_sq_distance" (to the true label).
+        tie_break_policy : str, default="abstain"
+
+        Returns
+        -------
+        scores : dict of str to float
+        """
+        check_is_fitted(self, "theta_")
+        L = self._check_L(L)
+        y = self._check_gold(Y, "Y", n=L.shape[0])
+        metrics = ["accuracy"] if metrics is None else list(metrics)
+        preds, probs = self.predict(L, return_probs=True, tie_break_policy=tie_break_policy)
+        keep = preds != ABSTAIN
+        out: dict[str, float] = {}
+        for name in metrics:
+            if name in _STRUCTURED_METRICS:
+                D = self.space.distance_matrix if name == "mean_distance" else self.space.squared_distance_matrix
+                out[name] = float(D[preds[keep], y[keep]].mean()) if keep.any() else float("nan")
+            else:
+                out[name] = float(metric_score(golds=y[keep], preds=preds[keep],
+                                               probs=probs[keep], metric=name))
+        return out
+
+    def sample_pseudolabels(self, L: Any, seed: Any = None) -> np.ndarray:
+        """One draw per row from the posterior P(Y | votes): shape (n_samples,).
+
+        Parameters
+        ----------
+        L : array-like of int of shape (n_samples, n_lfs)
+        seed : None, int or numpy.random.Generator
+
+        Returns
+        -------
+        labels : ndarray of int64 of shape (n_samples,)
+        """
+        check_is_fitted(self, "theta_")
+        L = self._check_L(L)
+        rng = check_seed(seed)
+        logp, inverse = self._pattern_posterior(L)
+        u_count, r = logp.shape
+        cdf = np.cumsum(np.exp(logp - logsumexp(logp, axis=1, keepdims=True)), axis=1)
+        cdf /= cdf[:, -1:]
+        flat = (cdf + np.arange(u_count)[:, None]).ravel()
+        pos = np.searchsorted(flat, inverse + rng.random(inverse.size), side="right")
+        return np.minimum(pos - inverse * r, r - 1).astype(np.int64)
