@@ -8,6 +8,10 @@ manifolds (Euclidean, spherical, hyperbolic), following Vishwakarma, Roberts and
 from snorkel_structured._validation import ABSTAIN
 from snorkel_structured.embedding import PseudoEuclideanEmbedding
 from snorkel_structured.end_model.structured import KernelStructuredPredictor
+from snorkel_structured.end_model.manifold import KernelManifoldRegressor
+from snorkel_structured.label_model.manifold import ManifoldLabelModel
+from snorkel_structured.noise.manifold import RiemannianGaussian, WrappedNormal
+from snorkel_structured.spaces.manifolds import Euclidean, Hyperbolic, ProductManifold, Sphere
 from snorkel_structured.estimators import VoteStats
 from snorkel_structured.label_model import StructuredLabelModel
 from snorkel_structured.exceptions import (
@@ -36,6 +40,14 @@ __version__ = "0.1.0"
 __all__ = [
     "ABSTAIN",
     "ConvergenceWarning",
+    "Euclidean",
+    "Hyperbolic",
+    "KernelManifoldRegressor",
+    "ManifoldLabelModel",
+    "ProductManifold",
+    "RiemannianGaussian",
+    "Sphere",
+    "WrappedNormal",
     "Discrete",
     "FiniteMetricSpace",
     "FiniteNoiseModel",

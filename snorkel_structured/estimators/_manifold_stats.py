@@ -18,9 +18,8 @@ _CHUNK = 1 << 16  # rows per chunk: bounds the temporary (chunk, n_pairs, ambien
 def pair_invariant_and_sq_dist(space: Any, a: np.ndarray, b: np.ndarray):
     """Invariant (cosh d, cos d or d^2) and d^2 between points ``a`` and ``b``."""
     if isinstance(space, Hyperbolic):
-        diff = a - b
-        q = np.maximum(space.inner(diff, diff), 0.0)  # |a - b|_L^2 = 2 cosh d - 2
-        return 1.0 + 0.5 * q, (2.0 * np.arcsinh(0.5 * np.sqrt(q))) ** 2
+        q, d = space._cosh_and_dist(a, b)  # q = |a - b|_L^2 = 2 cosh d - 2
+        return 1.0 + 0.5 * q, d * d
     if isinstance(space, Sphere):
         diff, summ = a - b, a + b
         dn2 = np.einsum("...i,...i->...", diff, diff)

@@ -110,13 +110,13 @@ def _usable_pairs(stats: ManifoldStats, min_overlap: int, extra_ok=None) -> np.n
     return pairs
 
 
-def _range(noise: Any) -> tuple[float, float, float, float]:
-    """(scale_small, scale_large, invariant at small, invariant at large)."""
+def _range(noise: Any, forward: Any) -> tuple[float, float, float, float]:
+    """(scale_small, scale_large, forward at small, forward at large)."""
     lo, hi = noise.scale_bounds
     small, large = 1e-8, (hi if np.isfinite(hi) else 1e8)
     with np.errstate(all="ignore"):
-        f_small = float(noise.expected_invariant(small))
-        f_large = float(noise.expected_invariant(large))
+        f_small = float(forward(small))
+        f_large = float(forward(large))
     f_small = f_small if np.isfinite(f_small) else np.inf
     f_large = f_large if np.isfinite(f_large) else np.inf
     return small, large, f_small, f_large
@@ -125,7 +125,8 @@ def _range(noise: Any) -> tuple[float, float, float, float]:
 def _finish(noise, invariant, pairs, what="invariant"):
     """Clip estimates into the family's range (with a warning) and map to parameters."""
     invariant = np.asarray(invariant, dtype=np.float64)
-    small, large, f_small, f_large = _range(noise)
+    forward = noise.expected_invariant if what == "invariant" else noise.expected_sq_dist
+    small, large, f_small, f_large = _range(noise, forward)
     lo_v, hi_v = min(f_small, f_large), max(f_small, f_large)
     bad = ~((invariant > lo_v) & (invariant < hi_v))
     if bad.any():
@@ -137,14 +138,14 @@ def _finish(noise, invariant, pairs, what="invariant"):
             IdentifiabilityWarning,
             stacklevel=3,
         )
-    span = hi_v - lo_v if np.isfinite(hi_v) else max(abs(lo_v), 1.0)
-    invariant = np.clip(invariant, lo_v + 1e-9 * span, hi_v - 1e-9 * span)
-    scale = np.where(
-        invariant <= lo_v + 1e-9 * span,
-        small if f_small <= f_large else large,
-        np.nan,
-    )
-    scale = np.where(invariant >= hi_v - 1e-9 * span, large if f_small <= f_large else small, scale)
+    edge_lo = lo_v + 1e-9 * max(1.0, abs(lo_v))
+    edge_hi = hi_v - 1e-9 * max(1.0, abs(hi_v)) if np.isfinite(hi_v) else np.inf
+    invariant = np.clip(invariant, edge_lo, edge_hi)
+    at_lo, at_hi = invariant <= edge_lo, invariant >= edge_hi
+    inc = f_small <= f_large
+    scale = np.full(invariant.shape, np.nan)
+    scale[at_lo] = small if inc else large
+    scale[at_hi] = large if inc else small
     inner = np.isnan(scale)
     if what == "invariant":
         scale[inner] = noise.scale_from_invariant(invariant[inner])

@@ -9,9 +9,12 @@ from snorkel_structured.noise.finite import (
     sample_votes,
     theta_from_expected_sq_dist,
 )
+from snorkel_structured.noise.manifold import RiemannianGaussian, WrappedNormal
 
 __all__ = [
     "FiniteNoiseModel",
+    "RiemannianGaussian",
+    "WrappedNormal",
     "expected_sq_dist",
     "expected_sq_dist_by_label",
     "log_conditional_probs",

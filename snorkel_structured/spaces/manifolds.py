@@ -458,11 +458,23 @@ class Hyperbolic(_ConstantCurvature):
         """Minkowski inner product ``-a_0 b_0 + sum_i a_i b_i``, shape (...)."""
         return self.inner(np.asarray(point_a), np.asarray(point_b))
 
-    def dist(self, point_a, point_b):
-        """Geodesic distance ``2 asinh(|a - b|_L / 2)``, shape (...)."""
-        diff = np.asarray(point_a) - np.asarray(point_b)
+    def _cosh_and_dist(self, point_a, point_b):
+        """(|a - b|_L^2 = 2 cosh d - 2, d): exact near 0 and for large distances."""
+        a, b = np.asarray(point_a), np.asarray(point_b)
+        diff = a - b
         q = np.maximum(self.inner(diff, diff), 0.0)
-        return 2.0 * np.arcsinh(0.5 * np.sqrt(q))
+        c = np.maximum(-self.inner(a, b), 1.0)
+        big = c > 2.0  # cancellation in q grows with |x_0|; arccosh is exact there
+        d = np.where(big, np.arccosh(c), 2.0 * np.arcsinh(0.5 * np.sqrt(q)))
+        return np.where(big, 2.0 * c - 2.0, q), d
+
+    def dist(self, point_a, point_b):
+        """Geodesic distance, shape (...).
+
+        ``2 asinh(|a - b|_L / 2)`` below ``d = arccosh 2`` (exact near 0) and
+        ``arccosh(-<a, b>_L)`` above (exact for large distances).
+        """
+        return self._cosh_and_dist(point_a, point_b)[1]
 
     def exp(self, tangent_vec, base_point):
         """Exponential map ``cosh|v| x + sinh|v| v/|v|``, shape (..., dim + 1)."""
@@ -473,10 +485,8 @@ class Hyperbolic(_ConstantCurvature):
     def log(self, point, base_point):
         """Logarithm map, shape (..., dim + 1)."""
         p, x = np.asarray(point), np.asarray(base_point)
-        diff = p - x
-        q = np.maximum(self.inner(diff, diff), 0.0)
-        u = diff - 0.5 * q[..., None] * x  # p + <x,p>_L x without cancellation
-        d = 2.0 * np.arcsinh(0.5 * np.sqrt(q))
+        q, d = self._cosh_and_dist(p, x)
+        u = (p - x) - 0.5 * q[..., None] * x  # p + <x,p>_L x without cancellation
         fac = 1.0 / _sinhc(d)
         return fac[..., None] * u
 

@@ -1,0 +1,62 @@
+import numpy as np
+import pytest
+
+from snorkel_structured import (
+    Euclidean, Hyperbolic, KernelManifoldRegressor, ManifoldLabelModel, NotFittedError, Sphere,
+    WrappedNormal,
+)
+
+
+def _data(space, n, rng):
+    F = rng.normal(size=(n, 2))
+    if isinstance(space, Sphere):
+        Y = space.projection(np.c_[F, np.ones(n)])
+    else:
+        Y = space.exp(np.c_[np.zeros(n), 0.7 * F], np.tile(space.origin, (n, 1)))
+    X = WrappedNormal(space).sample(np.repeat(Y[:, None], 3, axis=1), [0.02, 0.1, 0.4], seed=rng)
+    return F, Y, X
+
+
+@pytest.mark.parametrize("space", [Sphere(2), Hyperbolic(2)], ids=repr)
+def test_weak_supervision_beats_worst_lf_and_approaches_clean(space, rng):
+    F, Y, X = _data(space, 500, rng)
+    lm = ManifoldLabelModel(space).fit(X)
+    weak = KernelManifoldRegressor(space, nu=1e-4).fit(F[:350], X[:350], lm)
+    clean = KernelManifoldRegressor(space, nu=1e-4).fit(F[:350], Y[:350])
+    worst = KernelManifoldRegressor(space, nu=1e-4).fit(F[:350], X[:350, 2])
+    s_weak, s_clean, s_worst = (m.score(F[350:], Y[350:]) for m in (weak, clean, worst))
+    assert s_weak > s_worst and s_weak > 2 * s_clean  # scores are negative errors
+    pred = weak.predict(F[350:])
+    assert space.belongs(pred).all()
+
+
+def test_euclidean_clean_labels_with_positive_weights_matches_kernel_average(rng):
+    e = Euclidean(1)
+    F = rng.normal(size=(40, 1))
+    Y = np.sin(F)
+    m = KernelManifoldRegressor(e, kernel="linear", nu=1.0).fit(F, Y)
+    from snorkel_structured.end_model._kernels import kernel_matrix, ridge_factor, ridge_weights
+
+    a = ridge_weights(ridge_factor(kernel_matrix(F, F, "linear", 1.0), 1.0), kernel_matrix(F, F[:3], "linear", 1.0)).T
+    a = np.maximum(a, 0)
+    np.testing.assert_allclose(m.predict(F[:3])[:, 0], (a @ Y[:, 0]) / a.sum(1))
+
+
+def test_end_model_validation(rng):
+    s = Sphere(2)
+    F, Y, X = _data(s, 30, rng)
+    with pytest.raises(NotFittedError):
+        KernelManifoldRegressor(s).predict(F)
+    with pytest.raises(ValueError, match="label_model must be a fitted ManifoldLabelModel"):
+        KernelManifoldRegressor(s).fit(F, X)
+    with pytest.raises(ValueError, match="label_model must be None"):
+        KernelManifoldRegressor(s).fit(F, Y, ManifoldLabelModel(s).fit(X))
+    with pytest.raises(ValueError, match="same number of rows"):
+        KernelManifoldRegressor(s).fit(F[:10], Y)
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        KernelManifoldRegressor(s, kernel="poly").fit(F, Y)
+    with pytest.raises(ValueError, match="nu must be in the range"):
+        KernelManifoldRegressor(s, nu=0.0).fit(F, Y)
+    m = KernelManifoldRegressor(s).fit(F, Y)
+    with pytest.raises(ValueError, match="must have 2 features"):
+        m.predict(F[:, :1])
