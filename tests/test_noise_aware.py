@@ -169,3 +169,19 @@ def test_generic_space_uses_item_strings_or_label_names():
     assert list(W.columns) == ["pseudolabel", "a", "b", "c"]
     W = ss.loss_weights(L, space.squared_distance_matrix, [2.0, 2.0], [0.4, 0.2, 0.4])
     assert list(W.columns) == ["pseudolabel", "label_0", "label_1", "label_2"]
+
+
+def test_label_model_methods_match_functions():
+    data = make_ranking_data(1000, theta=[0.0, 0.0, 1.0], abstain=0.1, seed=0)
+    lm = ss.StructuredLabelModel(data.space, estimator="mle", seed=0).fit(data.L)
+    nm = lm.noise_matrix()
+    ref = ss.noise_matrix(
+        data.space, lm.theta_, lm.prior_, abstain=1 - lm.coverage_, min_prior=0.01
+    )
+    np.testing.assert_allclose(nm.Q, ref.Q)
+    L_df = pd.DataFrame(data.L, index=np.arange(1000) * 2)
+    W = lm.loss_weights(L_df, seed=0)
+    assert W.index.equals(L_df.index) and W.attrs["support"] == nm.support.tolist()
+    pd.testing.assert_frame_equal(W, lm.loss_weights(L_df, seed=0))
+    W_map = lm.loss_weights(data.L, rule="map", noise=lm.noise_matrix(rule="map"))
+    assert W_map.attrs["rule"] == "map"
