@@ -279,6 +279,50 @@ def _grow(
     return int(np.argmax(D))
 
 
+def _swap(
+    prob: _Problem,
+    T: np.ndarray,
+    w: np.ndarray,
+    theta: np.ndarray,
+    ll: float,
+    *,
+    fixed_w: bool,
+    max_iter: int,
+    tol: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """Local search over supports: move one label of T elsewhere while that helps.
+
+    Every single move (T_j -> c, weights and theta held) is scored at once from the
+    (n_patterns, r) table of log P(pattern | y); the best is refitted by EM and kept
+    when the likelihood rises.
+    """
+    if T.size >= prob.r:
+        return T, w, theta, ll
+    for _ in range(4 * T.size):
+        G = prob.log_lik_given(prob.log_cond(theta, np.arange(prob.r)))  # (u, r)
+        A = G[:, T] + np.log(np.maximum(w, 1e-300))[None, :]
+        best_gain, best_move = 1e-9 * max(prob.n, 1.0), None
+        for j in range(T.size):  # k vectorized scans over all r candidates
+            rest = logsumexp(np.delete(A, j, axis=1), axis=1) if T.size > 1 else np.full(G.shape[0], -np.inf)
+            cand = np.logaddexp(rest[:, None], np.log(max(w[j], 1e-300)) + G)
+            score = prob.c @ cand
+            score[T] = -np.inf
+            c = int(np.argmax(score))
+            gain = score[c] - ll
+            if gain > best_gain:
+                best_gain, best_move = gain, (j, c)
+        if best_move is None:
+            break
+        T2 = T.copy()
+        T2[best_move[0]] = best_move[1]
+        w2, th2, ll2, _, _ = _run_em(prob, T2, w.copy(), theta.copy(), fixed_w=fixed_w,
+                                     label_dependent=False, max_iter=max_iter, tol=tol)
+        if ll2 <= ll:
+            break
+        T, w, theta, ll = T2, w2, th2, ll2
+    return T, w, theta, ll
+
+
 def _search(
     prob: _Problem,
     start: int,
@@ -505,6 +549,8 @@ def mle_estimate(
         th = np.asarray(th, dtype=np.float64).copy()
         w_, th_, ll, it, conv = _run_em(prob, T, w, th, fixed_w=fixed, label_dependent=False,
                                         max_iter=max_iter, tol=tol)
+        if name != "given" or (support is None and not fixed):
+            T, w_, th_, ll = _swap(prob, T, w_, th_, ll, fixed_w=fixed, max_iter=max_iter, tol=tol)
         if best_fit is None or ll > best_fit[3]:
             best_fit = (name, T, w_, ll, th_, it, conv)
     assert best_fit is not None
