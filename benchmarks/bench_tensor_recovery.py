@@ -72,7 +72,9 @@ def _fmt(v) -> str:
 
 
 def paper(args, out) -> None:
-    print("\n== Paper setup: S4 Kendall tau, prior [0.2, 0.8], theta [0.6, 0.99, 0.8] ==")
+    print(
+        "\n== Paper setup: S4 Kendall tau, prior [0.2, 0.8], theta [0.6, 0.99, 0.8] =="
+    )
     print("median over seeds of |E d^2 - estimate| per LF (LF1/LF2/LF3)")
     head = f"{'n':>9} | {'tensor (k est.)':<22} | {'tensor (k=2)':<22} | {'UWS':<22} | "
     print(head + f"{'floor':<22} | {'paper tensor':<18} | k-hat ok | support ok")
@@ -85,7 +87,9 @@ def paper(args, out) -> None:
             est2, _, _, _ = _fit(data, n_components=2, seed=seed)
             S = data.space.squared_distance_matrix
             errs["tensor"].append(np.abs(est.expected_sq_dist - data.expected_sq_dist))
-            errs["tensor_k2"].append(np.abs(est2.expected_sq_dist - data.expected_sq_dist))
+            errs["tensor_k2"].append(
+                np.abs(est2.expected_sq_dist - data.expected_sq_dist)
+            )
             errs["uws"].append(np.abs(uws_estimate(stats, S) - data.expected_sq_dist))
             errs["floor"].append(_floor_error(data))
             k_ok += est.n_components == 2
@@ -98,16 +102,27 @@ def paper(args, out) -> None:
             f"{'/'.join(map(str, paper_v)):<18} | {k_ok}/{len(args.seeds)}    | "
             f"{sup_ok}/{len(args.seeds)}"
         )
-        _emit(out, {"experiment": "paper", "n": n, "seeds": args.seeds,
-                    **{f"median_abs_err_{k}": v.tolist() for k, v in med.items()},
-                    "paper_tensor": list(paper_v), "paper_uws": list(PAPER_UWS),
-                    "k_hat_correct": k_ok, "support_correct_k2": sup_ok})
+        _emit(
+            out,
+            {
+                "experiment": "paper",
+                "n": n,
+                "seeds": args.seeds,
+                **{f"median_abs_err_{k}": v.tolist() for k, v in med.items()},
+                "paper_tensor": list(paper_v),
+                "paper_uws": list(PAPER_UWS),
+                "k_hat_correct": k_ok,
+                "support_correct_k2": sup_ok,
+            },
+        )
 
 
 def noise(args, out) -> None:
     print("\n== theta = [0, 0, 1] (two pure-noise LFs), S4, seeds as above ==")
-    print(f"{'n':>6} | {'k used':<8} | {'|err| LF1/LF2/LF3 (median)':<28} | "
-          f"{'warned':<7} | identifiable")
+    print(
+        f"{'n':>6} | {'k used':<8} | {'|err| LF1/LF2/LF3 (median)':<28} | "
+        f"{'warned':<7} | identifiable"
+    )
     for n in args.noise_sizes:
         errs, ks, warned, ident = [], [], 0, 0
         first = ""
@@ -120,35 +135,70 @@ def noise(args, out) -> None:
             ident += est.identifiable
             first = first or (msgs[0] if msgs else "")
         med = np.median(np.array(errs), axis=0)
-        print(f"{n:>6} | {np.median(ks):<8.0f} | {_fmt(med):<28} | "
-              f"{warned}/{len(args.seeds):<5} | {ident}/{len(args.seeds)}")
-        _emit(out, {"experiment": "pure_noise", "n": n, "median_abs_err": med.tolist(),
-                    "k_used": ks, "warned": warned, "identifiable": ident,
-                    "example_warning": first})
+        print(
+            f"{n:>6} | {np.median(ks):<8.0f} | {_fmt(med):<28} | "
+            f"{warned}/{len(args.seeds):<5} | {ident}/{len(args.seeds)}"
+        )
+        _emit(
+            out,
+            {
+                "experiment": "pure_noise",
+                "n": n,
+                "median_abs_err": med.tolist(),
+                "k_used": ks,
+                "warned": warned,
+                "identifiable": ident,
+                "example_warning": first,
+            },
+        )
     print(f"example warning: {first}")
 
 
 def beyond(args, out) -> None:
     theta = (0.05, 0.10, 0.08, 0.12, 0.06)
-    print("\n== Beyond the paper: S5 Spearman footrule (120 labels), k = 3 centers "
-          f"(prior 0.2/0.3/0.5), m = 5, 20% abstains, theta {theta}, n = {args.beyond_n} ==")
-    print(f"{'seed':>4} | {'relative error of E d^2 per LF':<44} | {'max':<7} | "
-          f"{'floor max':<9} | k | fit s")
+    print(
+        "\n== Beyond the paper: S5 Spearman footrule (120 labels), k = 3 centers "
+        f"(prior 0.2/0.3/0.5), m = 5, 20% abstains, theta {theta}, n = "
+        f"{args.beyond_n} =="
+    )
+    print(
+        f"{'seed':>4} | {'relative error of E d^2 per LF':<44} | {'max':<7} | "
+        f"{'floor max':<9} | k | fit s"
+    )
     for seed in args.seeds[: args.beyond_seeds]:
         data = make_ranking_data(
-            args.beyond_n, n_items=5, metric="spearman_footrule", theta=theta,
-            n_centers=3, center_probs=(0.2, 0.3, 0.5), abstain=0.2, seed=seed,
+            args.beyond_n,
+            n_items=5,
+            metric="spearman_footrule",
+            theta=theta,
+            n_centers=3,
+            center_probs=(0.2, 0.3, 0.5),
+            abstain=0.2,
+            seed=seed,
         )
         est, _, secs, msgs = _fit(data, seed=seed)
-        rel = np.abs(est.expected_sq_dist - data.expected_sq_dist) / data.expected_sq_dist
+        rel = (
+            np.abs(est.expected_sq_dist - data.expected_sq_dist) / data.expected_sq_dist
+        )
         frel = _floor_error(data) / data.expected_sq_dist
-        print(f"{seed:>4} | {_fmt(rel):<44} | {rel.max():.4f}  | {frel.max():.4f}    | "
-              f"{est.n_components} | {secs:.3f}")
-        _emit(out, {"experiment": "beyond", "seed": seed, "n": args.beyond_n,
-                    "rel_err": rel.tolist(), "floor_rel_err": frel.tolist(),
-                    "k": est.n_components, "support_ok": set(est.support.tolist())
-                    == set(data.support.tolist()), "fit_seconds": secs,
-                    "warnings": msgs})
+        print(
+            f"{seed:>4} | {_fmt(rel):<44} | {rel.max():.4f}  | {frel.max():.4f}    | "
+            f"{est.n_components} | {secs:.3f}"
+        )
+        _emit(
+            out,
+            {
+                "experiment": "beyond",
+                "seed": seed,
+                "n": args.beyond_n,
+                "rel_err": rel.tolist(),
+                "floor_rel_err": frel.tolist(),
+                "k": est.n_components,
+                "support_ok": set(est.support.tolist()) == set(data.support.tolist()),
+                "fit_seconds": secs,
+                "warnings": msgs,
+            },
+        )
 
 
 def speed(args, out) -> None:
@@ -159,18 +209,33 @@ def speed(args, out) -> None:
         _, _, secs, _ = _fit(data, seed=run)
         times.append(secs)
     print(f"\n== Speed: n = {n}, m = 3, S4: stats + tensor_estimate ==")
-    print(f"median of {args.repeats} runs: {np.median(times):.3f} s "
-          f"(runs: {', '.join(f'{t:.3f}' for t in times)}); authors' code: 64 s")
-    _emit(out, {"experiment": "speed", "n": n, "seconds": times,
-                "median_seconds": float(np.median(times)), "authors_seconds": 64.0})
+    print(
+        f"median of {args.repeats} runs: {np.median(times):.3f} s "
+        f"(runs: {', '.join(f'{t:.3f}' for t in times)}); authors' code: 64 s"
+    )
+    _emit(
+        out,
+        {
+            "experiment": "speed",
+            "n": n,
+            "seconds": times,
+            "median_seconds": float(np.median(times)),
+            "authors_seconds": 64.0,
+        },
+    )
 
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--experiments", nargs="+", default=["paper", "noise", "beyond", "speed"],
-                   choices=["paper", "noise", "beyond", "speed"])
-    p.add_argument("--sizes", type=int, nargs="+",
-                   default=[1_000, 10_000, 100_000, 1_000_000])
+    p.add_argument(
+        "--experiments",
+        nargs="+",
+        default=["paper", "noise", "beyond", "speed"],
+        choices=["paper", "noise", "beyond", "speed"],
+    )
+    p.add_argument(
+        "--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000, 1_000_000]
+    )
     p.add_argument("--seeds", type=int, nargs="+", default=list(range(10)))
     p.add_argument("--noise-sizes", type=int, nargs="+", default=[200, 1000, 2000])
     p.add_argument("--beyond-n", type=int, default=100_000)

@@ -1,4 +1,4 @@
-"""Tensor-decomposition estimator of LF accuracies on a finite metric space (paper sec. 3).
+"""Tensor-decomposition estimator of LF accuracies on a finite space (paper sec. 3).
 
 Three labeling functions (views) a, b, c are conditionally independent given the latent
 label Y, which takes k values y_1..y_k with weights w_j. In the pseudo-Euclidean
@@ -42,7 +42,6 @@ from typing import Any
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
-from scipy.special import logsumexp
 from threadpoolctl import ThreadpoolController
 
 from snorkel_structured._validation import (
@@ -106,7 +105,7 @@ class TensorEstimate:
         Row a: (a, f, g), the two partners whose recovered components LF a was solved
         against (-1 where none).
     singular_values : ndarray
-        Canonical correlations of the whitening pair (a, b), the spectrum k is read from.
+        Canonical correlations of the whitening pair (a, b) (the spectrum behind k).
     """
 
     prior: np.ndarray
@@ -225,7 +224,7 @@ def _diagonalize(
 
 
 def _solve_joint(blocks: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-    """Least-squares Q with [E_1, E_2, ...] = Q [F_1^T, F_2^T, ...] (blocks (E_i, F_i))."""
+    """Least-squares Q with [E_1, E_2, ...] = Q [F_1^T, F_2^T, ...] over blocks."""
     E = np.concatenate([e for e, _ in blocks], axis=1)
     F = np.concatenate([f for _, f in blocks], axis=0)
     return np.linalg.lstsq(F, E.T, rcond=None)[0].T
@@ -308,12 +307,15 @@ def _check_inputs(
     r = S.shape[0]
     if r != stats.n_labels:
         raise ValueError(
-            f"S must be ({stats.n_labels}, {stats.n_labels}) to match stats.n_labels; got "
-            f"shape {S.shape}. Pass space.squared_distance_matrix of the space L indexes."
+            f"S must be ({stats.n_labels}, {stats.n_labels}) to match stats.n_labels; "
+            "got "
+            f"shape {S.shape}. Pass space.squared_distance_matrix of the space L "
+            "indexes."
         )
     if stats.n_lfs < 3:
         raise ValueError(
-            f"stats must come from at least 3 labeling functions; got n_lfs={stats.n_lfs}. "
+            "stats must come from at least 3 labeling functions; got "
+            f"n_lfs={stats.n_lfs}. "
             "The tensor method needs three conditionally independent views."
         )
     if n_components is not None:
@@ -469,7 +471,8 @@ def _tensor_estimate(
     D = Xt.shape[1]
     if k > D:
         warn(
-            f"n_components={k} exceeds the embedding rank + 1 = {D}: the components are "
+            f"n_components={k} exceeds the embedding rank + 1 = {D}: the components "
+            "are "
             f"not identifiable by moments; using k={D}."
         )
         k = D
@@ -477,21 +480,26 @@ def _tensor_estimate(
         noisy = np.flatnonzero(lf_rank <= 1)
         if noisy.size:
             warn(
-                f"LF(s) {noisy.tolist()} vote independently of every other LF (pure noise "
-                "or too few rows): their factor matrix is rank-deficient, so the tensor "
+                f"LF(s) {noisy.tolist()} vote independently of every other LF (pure "
+                "noise "
+                "or too few rows): their factor matrix is rank-deficient, so the "
+                "tensor "
                 "method cannot identify them; their estimates are unreliable. Use "
                 "estimator='mle' or drop them."
             )
         if k_given is not None and k_given > k_spec:
             warn(
-                f"n_components={k_given} but no triplet of LFs shows more than {k_spec} "
+                f"n_components={k_given} but no triplet of LFs shows more than "
+                f"{k_spec} "
                 "canonical correlation(s) above the noise edge: the moments are "
                 "rank-deficient (pure-noise LFs or too few rows)."
             )
     elif k_given is None and m >= 3:
         warn(
-            "Estimated a single component: no triplet of LFs shows dependence above the "
-            "noise edge. If Y takes several values, the LFs are pure noise or there are "
+            "Estimated a single component: no triplet of LFs shows dependence above "
+            "the "
+            "noise edge. If Y takes several values, the LFs are pure noise or there "
+            "are "
             "too few rows; the estimate then treats Y as constant."
         )
 
@@ -531,7 +539,8 @@ def _tensor_estimate(
         mu_c, resid = _diagonalize(T, rng, n_restarts)  # (D, k)
         if not np.isfinite(mu_c).all():
             warn(
-                f"The decomposition of triplet {(a, b, c)} failed (singular eigenvectors)."
+                f"The decomposition of triplet {(a, b, c)} failed (singular "
+                "eigenvectors)."
             )
             mu_c = np.nan_to_num(mu_c)
         # Step 3: every other view by a linear solve against the decomposed view c.
@@ -596,8 +605,10 @@ def _tensor_estimate(
     weights = w.copy()
     if (w <= 0).any() or not np.isfinite(w).all():
         warn(
-            f"Recovered component weights {np.round(w, 4).tolist()} are not all positive: "
-            "the decomposition is not identifiable here (rank deficiency or too few rows)."
+            f"Recovered component weights {np.round(w, 4).tolist()} are not all "
+            "positive: "
+            "the decomposition is not identifiable here (rank deficiency or too few "
+            "rows)."
         )
     w_pos = np.clip(np.nan_to_num(w), 1e-12, None)
     w_pos = w_pos / w_pos.sum()
@@ -616,7 +627,8 @@ def _tensor_estimate(
     missing = np.flatnonzero(~np.isfinite(esd))
     if missing.size:
         warn(
-            f"LF(s) {missing.tolist()} never co-voted with a recovered view: no estimate."
+            f"LF(s) {missing.tolist()} never co-voted with a recovered view: no "
+            "estimate."
         )
     uniform_mean = float(S.mean(axis=1) @ prior)
     bad = np.flatnonzero(np.isfinite(esd) & ((esd < 0) | (esd > 1.5 * uniform_mean)))

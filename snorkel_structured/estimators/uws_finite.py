@@ -1,4 +1,4 @@
-"""UWS baseline on a finite metric space: mean pairwise squared distances from counts."""
+"""UWS baseline on a finite metric space: mean pairwise squared distances."""
 
 from __future__ import annotations
 
@@ -45,7 +45,8 @@ def uws_estimate(stats: VoteStats, S: Any) -> np.ndarray:
     S = check_distance_matrix(S, "S (squared distance matrix)")
     if S.shape[0] != stats.n_labels:
         raise ValueError(
-            f"S must be ({stats.n_labels}, {stats.n_labels}) to match stats.n_labels; got "
+            f"S must be ({stats.n_labels}, {stats.n_labels}) to match stats.n_labels; "
+            "got "
             f"shape {S.shape}."
         )
     m = stats.n_lfs

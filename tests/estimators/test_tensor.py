@@ -13,7 +13,8 @@ from snorkel_structured.synthetic import make_label_matrix, make_ranking_data
 
 
 def population_stats(S, theta, prior, n=1e9):
-    """Infinite-sample VoteStats: counts = n * exact joint probabilities of all patterns."""
+    """Infinite-sample VoteStats: counts = n * exact joint probabilities of all "
+    "patterns."""
     r = S.shape[0]
     m = len(theta)
     cond = np.exp(log_conditional_probs(S, np.asarray(theta, float)))  # [a, y, v]
