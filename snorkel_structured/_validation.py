@@ -261,8 +261,9 @@ def check_points(
         return f"index {idx}"
 
     nan = np.isnan(arr)
-    absent = nan.all(axis=-1)
-    partial = nan.any(axis=-1) & ~absent
+    n_nan = nan.sum(axis=-1)
+    absent = n_nan == arr.shape[-1]
+    partial = (n_nan > 0) & ~absent
     if partial.any() or (absent.any() and not allow_nan):
         bad = partial if partial.any() else absent
         fix = "Use a full row of NaN for an abstain." if allow_nan else "Remove NaN points."
@@ -270,17 +271,17 @@ def check_points(
     if np.isinf(arr).any():
         raise ValueError(f"{name} has infinite coordinates at {where(np.isinf(arr).any(-1))}.")
     present = ~absent
-    ok = space.belongs(np.where(absent[..., None], space.origin, arr), atol=atol)
-    off = present & ~ok
+    with np.errstate(invalid="ignore"):
+        ok = space.belongs(arr, atol=atol)  # False on absent (NaN) points
+        off = present & ~ok
     if off.any():
         raise ValueError(
             f"{name} has a point off {space!r} (beyond atol={atol}) at {where(off)}: "
             f"{arr[_first_index(off)]!r}. Project it with space.projection(...) or "
             "check its coordinates."
         )
-    if present.any():
-        arr[present] = space.projection(arr[present])
-    return arr
+    with np.errstate(invalid="ignore"):
+        return space.projection(arr)  # NaN (absent) points stay NaN
 
 
 def check_manifold_outputs(

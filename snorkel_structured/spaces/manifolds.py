@@ -454,6 +454,11 @@ class Hyperbolic(_ConstantCurvature):
         g[0] = -1.0
         return g
 
+    def inner(self, tangent_a, tangent_b, base_point=None):
+        """Minkowski inner product ``-a_0 b_0 + sum_i a_i b_i``, shape (...)."""
+        a, b = np.asarray(tangent_a), np.asarray(tangent_b)
+        return np.einsum("...i,...i->...", a, b) - 2.0 * a[..., 0] * b[..., 0]
+
     def minkowski_inner(self, point_a, point_b):
         """Minkowski inner product ``-a_0 b_0 + sum_i a_i b_i``, shape (...)."""
         return self.inner(np.asarray(point_a), np.asarray(point_b))
