@@ -33,7 +33,7 @@ from snorkel_structured.labeling import (
 from snorkel_structured.noise import FiniteNoiseModel
 from snorkel_structured.noise_aware import NoiseMatrix, loss_weights, noise_matrix
 from snorkel_structured.spaces import Discrete, FiniteMetricSpace, GraphSpace, Permutations
-from snorkel_structured import synthetic
+from snorkel_structured import aggregators, synthetic
 
 __version__ = "0.1.0"
 
@@ -61,6 +61,7 @@ __all__ = [
     "PseudoEuclideanEmbedding",
     "StructuredLabelModel",
     "VoteStats",
+    "aggregators",
     "loss_weights",
     "noise_matrix",
     "ManifoldDaskApplier",
