@@ -101,3 +101,6 @@ def test_permutation_errors():
         space.rank(np.array([[0, 1, 2]]))
     with pytest.raises(ValueError, match="not an item"):
         space.index((0, 1, 2, 4))
+    with pytest.raises(ValueError, match="not an item"):
+        space.index((1.5, 0, 2, 3))  # never truncated into a valid ranking
+    assert space.index((1.0, 0, 2, 3)) == space.index((1, 0, 2, 3))
