@@ -92,7 +92,7 @@ class Permutations(FiniteMetricSpace):
         # Exact integers only: (1.5, 0, 2, 3) must not be truncated into a valid ranking.
         values = tuple(item)
         if not all(isinstance(x, (int, np.integer)) or (isinstance(x, (float, np.floating)) and float(x).is_integer()) for x in values):
-            raise ValueError(f"{item!r} is not a ranking of integers.")
+            raise TypeError(f"{item!r} is not a ranking of integers.")  # index() reports it
         return tuple(int(x) for x in values)
 
     def rank(self, perms: Any) -> np.ndarray:
