@@ -104,7 +104,7 @@ def accuracy(seeds, sizes, estimators):
 
 
 def beyond(seeds, n, estimators):
-    log("\n== Beyond the paper: S5 footrule, k=3, m=5, 20% abstain, n=%d ==" % n)
+    log(f"\n== Beyond the paper: S5 footrule, k=3, m=5, 20% abstain, n={n} ==")
     theta = [0.03, 0.05, 0.08, 0.04, 0.06]
     for s in seeds:
         d = ss.synthetic.make_ranking_data(n, n_items=5, metric="spearman_footrule", theta=theta,

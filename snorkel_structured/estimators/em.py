@@ -113,8 +113,8 @@ class _Problem:
     def log_lik_given(self, lc_pad: np.ndarray) -> np.ndarray:
         """(u, k): log P(pattern i | Y = T_j); abstain indexes the zero column."""
         out = np.zeros((self.P.shape[0], lc_pad.shape[1]))
-        for a in range(self.m):  # one gather per LF
-            out += lc_pad[a][:, self.P[:, a]].T
+        for a in range(self.m):  # one row gather per LF, (u, k) contiguous
+            out += np.take(np.ascontiguousarray(lc_pad[a].T), self.P[:, a], axis=0)
         return out
 
     def e_step(self, log_w: np.ndarray, theta: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, float]:
@@ -129,13 +129,11 @@ class _Problem:
         """New (weights over T, theta)."""
         w = self.c @ R / self.n
         k = T.size
-        N = np.empty((self.m, k))  # posterior label mass among rows where a voted
+        N = self.cv.T @ R  # (m, k) posterior label mass among rows where a voted
+        ST = np.ascontiguousarray(self.S[T].T)  # (r, k); abstain (-1) picks a row, cv = 0
         num = np.empty((self.m, k))  # posterior-weighted sum of observed d^2
-        for a in range(self.m):  # one gather per LF
-            Sv = self.S[T][:, self.P[:, a]].T  # (u, k); abstain rows have cv = 0
-            wr = self.cv[:, a][:, None] * R
-            N[a] = wr.sum(0)
-            num[a] = (wr * Sv).sum(0)
+        for a in range(self.m):  # one row gather per LF
+            num[a] = self.cv[:, a] @ (R * np.take(ST, self.P[:, a], axis=0))
         has = self.n_voted > 0
         if label_dependent:
             new = theta.copy()
