@@ -15,6 +15,8 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse.linalg as spla
 
+from sklearn.base import BaseEstimator
+
 from snorkel_structured._validation import (
     check_distance_matrix,
     check_is_fitted,
@@ -35,7 +37,7 @@ def pseudo_sq_dist(u: np.ndarray, v: np.ndarray, signs: np.ndarray) -> np.ndarra
     return np.einsum("...k,k->...", diff * diff, signs)
 
 
-class PseudoEuclideanEmbedding:
+class PseudoEuclideanEmbedding(BaseEstimator):
     """Embed a finite (semi)metric space isometrically into R^(d+, d-).
 
     Parameters
@@ -221,5 +223,3 @@ class PseudoEuclideanEmbedding:
             worst = max(worst, float(np.abs(self.embedded_sq_dists(rows) - S[rows]).max()))
         return worst / scale
 
-    def __repr__(self) -> str:
-        return f"PseudoEuclideanEmbedding(dim={self.dim!r}, tol={self.tol!r})"
