@@ -1,0 +1,164 @@
+"""Baseline label models: aggregation without a noise model, behind the label-model API.
+
+They answer a user's first question, "does the label model beat what I do now?", with the
+same calls (``fit``, ``predict``, ``score``) as :class:`StructuredLabelModel` and
+:class:`ManifoldLabelModel`. ``fit`` learns nothing (it checks the input and records the
+number of LFs); weights, if any, are given by the user or taken from a fitted label model
+(e.g. ``weights=lm.theta_``, the paper's weighted pseudolabel).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from snorkel_structured._validation import (
+    ABSTAIN,
+    check_is_fitted,
+    check_label_matrix,
+    check_manifold_outputs,
+)
+from snorkel_structured.aggregators import frechet_mean, kemeny, majority_vote, medoid
+from snorkel_structured.spaces.finite import FiniteMetricSpace
+
+__all__ = ["AggregatingVoter", "ManifoldMeanVoter"]
+
+_METHODS = ("majority", "kemeny", "frechet_mean", "medoid")
+
+
+class AggregatingVoter(BaseEstimator):
+    """Combine each row's votes by a fixed rule: majority, Kemeny, Frechet mean or medoid.
+
+    Parameters
+    ----------
+    space : FiniteMetricSpace
+    method : {"majority", "kemeny", "frechet_mean", "medoid"}, default="kemeny"
+        See :mod:`snorkel_structured.aggregators`. ``"kemeny"`` minimizes the weighted sum
+        of distances (exact Kemeny-Young aggregation for Kendall tau on permutations),
+        ``"frechet_mean"`` the weighted sum of squared distances over the whole space,
+        ``"medoid"`` the same over the row's own votes.
+    weights : array-like of shape (n_lfs,), optional
+        Non-negative LF weights (ignored by ``"majority"``); default equal.
+    seed : None, int or numpy.random.Generator, default=None
+        Breaks majority ties at random when given; otherwise the lowest index wins.
+
+    Attributes
+    ----------
+    n_lfs_ : int
+
+    Examples
+    --------
+    >>> import numpy as np, snorkel_structured as ss
+    >>> from snorkel_structured.label_model.baselines import AggregatingVoter
+    >>> space = ss.Permutations(3)
+    >>> L = space.encode([(0, 1, 2), (0, 2, 1), (1, 0, 2)])[None, :]
+    >>> AggregatingVoter(space).fit(L).predict(L).tolist()
+    [0]
+    """
+
+    def __init__(
+        self,
+        space: FiniteMetricSpace,
+        *,
+        method: str = "kemeny",
+        weights: Any = None,
+        seed: Any = None,
+    ) -> None:
+        self.space = space
+        self.method = method
+        self.weights = weights
+        self.seed = seed
+
+    def _check(self, L: Any) -> np.ndarray:
+        if not isinstance(self.space, FiniteMetricSpace):
+            raise TypeError(f"space must be a FiniteMetricSpace; got {type(self.space).__name__}.")
+        if self.method not in _METHODS:
+            raise ValueError(f"method must be one of {_METHODS}; got {self.method!r}.")
+        n_lfs = getattr(self, "n_lfs_", None)
+        return check_label_matrix(L, n_labels=len(self.space), n_lfs=n_lfs)
+
+    def fit(self, L_train: Any, *args: Any, **kwargs: Any) -> AggregatingVoter:
+        """Check ``L_train`` (n_samples, n_lfs) and record ``n_lfs_``; returns self."""
+        self.__dict__.pop("n_lfs_", None)
+        self.n_lfs_ = self._check(L_train).shape[1]
+        return self
+
+    def predict(self, L: Any) -> np.ndarray:
+        """Aggregated label index per row, shape (n_samples,); -1 where all abstain."""
+        check_is_fitted(self, "n_lfs_")
+        L = self._check(L)
+        if self.method == "majority":
+            tie = "lowest" if self.seed is None else "random"
+            return majority_vote(L, len(self.space), tie_break=tie, seed=self.seed)
+        rule = {"kemeny": kemeny, "frechet_mean": frechet_mean, "medoid": medoid}[self.method]
+        return rule(L, self.space, self.weights)
+
+    def score(self, L: Any, Y: Any) -> dict[str, float]:
+        """Accuracy, mean distance and mean squared distance to the true labels ``Y``.
+
+        Rows the voter leaves unlabeled (-1) count as wrong for accuracy and are left
+        out of the distance means.
+        """
+        pred = self.predict(L)
+        Y = np.asarray(Y)
+        if Y.shape != pred.shape:
+            raise ValueError(f"Y must have shape {pred.shape}; got {Y.shape}.")
+        labeled = pred != ABSTAIN
+        d = self.space.dist(pred[labeled], Y[labeled])
+        return {
+            "accuracy": float(np.mean(pred == Y)),
+            "mean_distance": float(np.mean(d)) if d.size else float("nan"),
+            "mean_sq_distance": float(np.mean(d**2)) if d.size else float("nan"),
+        }
+
+
+class ManifoldMeanVoter(BaseEstimator):
+    """The (weighted) Frechet mean of each row's LF outputs, without a noise model.
+
+    Parameters
+    ----------
+    space : Euclidean, Sphere or Hyperbolic
+    weights : array-like of shape (n_lfs,), optional
+        Non-negative LF weights; default equal (the unweighted Frechet mean).
+    atol : float, default=1e-6
+        Outputs within ``atol`` of the manifold are projected; farther ones raise.
+
+    Attributes
+    ----------
+    n_lfs_ : int
+    """
+
+    def __init__(self, space: Any, *, weights: Any = None, atol: float = 1e-6) -> None:
+        self.space = space
+        self.weights = weights
+        self.atol = atol
+
+    def fit(self, X: Any, y: Any = None) -> ManifoldMeanVoter:
+        """Check ``X`` (n_samples, n_lfs, ambient_dim) and record ``n_lfs_``; returns self."""
+        self.n_lfs_ = check_manifold_outputs(X, self.space, atol=self.atol).shape[1]
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Frechet mean per row, shape (n_samples, ambient_dim); NaN where all abstain."""
+        check_is_fitted(self, "n_lfs_")
+        X = check_manifold_outputs(X, self.space, atol=self.atol, n_lfs=self.n_lfs_)
+        w = None
+        if self.weights is not None:
+            w = np.asarray(self.weights, dtype=np.float64)
+            if w.shape != (self.n_lfs_,) or (w < 0).any() or not np.isfinite(w).all():
+                raise ValueError(
+                    f"weights must be {self.n_lfs_} finite non-negative numbers; got {w!r}."
+                )
+        return self.space.frechet_mean(X, w)
+
+    def score(self, X: Any, Y: Any) -> dict[str, float]:
+        """Mean distance and mean squared distance to the true labels ``Y`` (n, ambient)."""
+        pred = self.predict(X)
+        Y = np.asarray(Y, dtype=np.float64)
+        if Y.shape != pred.shape:
+            raise ValueError(f"Y must have shape {pred.shape}; got {Y.shape}.")
+        ok = ~np.isnan(pred).any(axis=1)
+        d = self.space.dist(pred[ok], Y[ok])
+        return {"mean_distance": float(np.mean(d)), "mean_sq_distance": float(np.mean(d**2))}

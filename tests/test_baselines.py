@@ -1,0 +1,60 @@
+import numpy as np
+import pytest
+
+import snorkel_structured as ss
+from snorkel_structured.aggregators import kemeny
+from snorkel_structured.label_model.baselines import AggregatingVoter, ManifoldMeanVoter
+from snorkel_structured.synthetic import make_ranking_data
+from snorkel_structured.synthetic_manifold import make_manifold_data
+
+
+def test_aggregating_voter_matches_functions_and_scores():
+    data = make_ranking_data(2_000, seed=0, abstain=0.2)
+    voter = AggregatingVoter(data.space, method="kemeny").fit(data.L)
+    pred = voter.predict(data.L)
+    np.testing.assert_array_equal(pred, kemeny(data.L, data.space))
+    scores = voter.score(data.L, data.Y)
+    ok = pred != -1
+    assert scores["accuracy"] == pytest.approx(np.mean(pred == data.Y))
+    assert scores["mean_distance"] == pytest.approx(data.space.distance_matrix[pred[ok], data.Y[ok]].mean())
+
+
+def test_weighted_frechet_mean_with_label_model_weights_beats_unweighted():
+    # theta = [0, 0, 1]: weighting by the estimated theta ignores the two noise LFs.
+    data = make_ranking_data(3_000, theta=(0.0, 0.0, 1.0), seed=1)
+    lm = ss.StructuredLabelModel(data.space, estimator="mle", seed=0).fit(data.L, progress_bar=False)
+    plain = AggregatingVoter(data.space, method="frechet_mean").fit(data.L).score(data.L, data.Y)
+    weighted = AggregatingVoter(data.space, method="frechet_mean", weights=lm.theta_).fit(data.L).score(data.L, data.Y)
+    assert weighted["mean_sq_distance"] < plain["mean_sq_distance"]
+
+
+def test_manifold_mean_voter_uws_exact_in_euclidean():
+    space = ss.Euclidean(3)
+    data = make_manifold_data(20_000, space=space, noise_scale=[0.1, 0.4, 1.6], abstain=0.1, seed=2)
+    voter = ManifoldMeanVoter(space).fit(data.X)
+    pred = voter.predict(data.X)
+    # unweighted Euclidean Frechet mean = plain average of the LFs that voted
+    expected = np.nanmean(data.X, axis=1)
+    np.testing.assert_allclose(pred, expected, atol=1e-8)
+    # inverse-variance weights do better than equal weights
+    w = 1.0 / data.expected_sq_dist
+    better = ManifoldMeanVoter(space, weights=w).fit(data.X).score(data.X, data.Y)
+    assert better["mean_sq_distance"] < voter.score(data.X, data.Y)["mean_sq_distance"]
+    # UWS is exact in Euclidean space (additive squared distances): with n = 2e5 and
+    # these scales the sampling standard error of each estimate is below 0.004.
+    exact = make_manifold_data(200_000, space=space, noise_scale=[0.1, 0.2, 0.4], seed=3)
+    uws = ss.ManifoldLabelModel(space, estimator="uws").fit(exact.X)
+    np.testing.assert_allclose(uws.expected_sq_dist_, exact.expected_sq_dist, atol=0.015)
+
+
+def test_baseline_errors():
+    space = ss.Discrete(3)
+    with pytest.raises(ValueError, match="method"):
+        AggregatingVoter(space, method="borda").fit(np.zeros((2, 3), int))
+    voter = AggregatingVoter(space).fit(np.zeros((2, 3), int))
+    with pytest.raises(ValueError, match="3 columns"):
+        voter.predict(np.zeros((2, 4), int))
+    with pytest.raises(ss.NotFittedError):
+        AggregatingVoter(space).predict(np.zeros((2, 3), int))
+    with pytest.raises(ValueError, match="weights"):
+        ManifoldMeanVoter(ss.Euclidean(2), weights=[1.0]).fit(np.zeros((3, 3, 2))).predict(np.zeros((3, 3, 2)))
