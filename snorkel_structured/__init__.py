@@ -13,7 +13,11 @@ from snorkel_structured.label_model.manifold import ManifoldLabelModel
 from snorkel_structured.noise.manifold import RiemannianGaussian, WrappedNormal
 from snorkel_structured.spaces.manifolds import Euclidean, Hyperbolic, ProductManifold, Sphere
 from snorkel_structured.estimators import VoteStats
-from snorkel_structured.label_model import StructuredLabelModel
+from snorkel_structured.label_model import (
+    AggregatingVoter,
+    ManifoldMeanVoter,
+    StructuredLabelModel,
+)
 from snorkel_structured.exceptions import (
     ConvergenceWarning,
     IdentifiabilityWarning,
@@ -39,6 +43,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ABSTAIN",
+    "AggregatingVoter",
+    "ManifoldMeanVoter",
     "ConvergenceWarning",
     "Euclidean",
     "Hyperbolic",

@@ -63,6 +63,11 @@ def run_experiment(name: str, ns: list[int], seeds: list[int], out: Path, progre
 
     out.mkdir(parents=True, exist_ok=True)
     bar = _progress(progress, name)
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:  # tables and CSVs still work; figures need the plots extra
+        print("matplotlib is not installed: skipping figures (pip install 'snorkel-structured[plots]').")
+        plots = _NoPlots()
     if name == "ranking-recovery":
         df = runs.ranking_recovery(ns, seeds, bar)
         plots.plot_ranking_recovery(df, out / f"{name}.png")
@@ -83,6 +88,13 @@ def run_experiment(name: str, ns: list[int], seeds: list[int], out: Path, progre
         raise ValueError(f"unknown experiment {name!r}; choose from {EXPERIMENTS}.")
     df.to_csv(out / f"{name}.csv", index=False)
     return table
+
+
+class _NoPlots:
+    """Stands in for the plots module when matplotlib is missing."""
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args, **kwargs: None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -124,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
         table = run_experiment(name, ns, seeds, args.out, progress=not args.no_progress)
         print(f"\n== {name} (medians over seeds {seeds[0]}..{seeds[-1]}, {time.perf_counter() - t0:.1f} s) ==")
         print(table.to_string())
-        print(f"wrote {args.out / (name + '.csv')} and {args.out / (name + '.png')}")
+        written = [p for p in (args.out / f"{name}.csv", args.out / f"{name}.png") if p.exists()]
+        print("wrote " + " and ".join(map(str, written)))
     print(f"\nTotal time: {time.perf_counter() - total:.1f} s")
     return 0
 
