@@ -12,15 +12,24 @@ count-weighted mean of R; theta_a solves the 1-D monotone moment equation
 
     sum_j N_aj E_theta[d^2(lambda_a, T_j) | Y = T_j] = sum_i c_i [a voted] sum_j R_ij S[T_j, v_ia]
 
-(the score equation of the exponential family; N_aj = sum_i c_i [a voted] R_ij), solved by
-:func:`~snorkel_structured.noise.finite.theta_from_expected_sq_dist`. EM is accelerated
-with SQUAREM (Varadhan and Roland, 2008) with a monotonicity safeguard.
+(the score equation of the exponential family; N_aj = sum_i c_i [a voted] R_ij). The
+votes are held as a sparse one-hot matrix, so the E-step is one sparse product with the
+(m (r + 1), k) table of log P(v | T_j) and the M-step's statistics one product with its
+transpose. Only the rows S[T, :] of the support are used, and the partition functions
+and moments of each row come from its distinct values and their multiplicities (at most
+29 for a Kendall row of S8, two for the 0/1 metric), so a space of 40,320 labels never
+builds an (r, r) array: rows are computed with ``space.dist`` when ``S`` is a large
+space. theta is found by a vectorized, warm-started, safeguarded Newton solve. EM is
+accelerated with SQUAREM (Varadhan and Roland, 2008) with a monotonicity safeguard.
 
-Starting points: the tensor estimate when it is identifiable; otherwise (or when the
-tensor estimator is unavailable) a greedy search over supports: the best single-center
-model (vectorized over every label), then labels added one at a time where the
-directional derivative of the likelihood is largest (the vertex-direction method for
-mixtures), a few seeded random restarts, and the best likelihood wins.
+Starting points: with a given support or prior, theta = 1 for every LF (the first
+E-step is then a soft majority vote), and a label-dependent model is fitted directly.
+Otherwise the tensor estimate when it is identifiable (spaces of at most
+1,000 labels); else a greedy search over supports among candidate labels (all labels,
+or the 128 most-voted ones in a larger space): the best single-center model, then labels
+added one at a time where the directional derivative of the likelihood is largest (the
+vertex-direction method for mixtures), a few seeded random restarts, and the best
+likelihood wins.
 """
 
 from __future__ import annotations
@@ -30,20 +39,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import logsumexp
 
 from snorkel_structured._validation import ABSTAIN, check_seed
 from snorkel_structured.estimators._stats import VoteStats
 from snorkel_structured.exceptions import ConvergenceWarning
-from snorkel_structured.noise.finite import (
-    expected_sq_dist,
-    log_conditional_probs,
-    theta_from_expected_sq_dist,
-)
+from snorkel_structured.spaces.finite import FiniteMetricSpace
 
 __all__ = ["MLEEstimate", "em_refine", "mle_estimate"]
-
-_THETA_MAX = 50.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -80,102 +84,280 @@ class MLEEstimate:
     warnings: list[str] = field(default_factory=list)
 
 
-class _Problem:
-    """Pattern-level arrays shared by every EM run on one VoteStats."""
+_THETA_MAX = 50.0
+# Spaces up to this many labels use their full (r, r) squared-distance matrix; larger
+# ones (e.g. Permutations(8), r = 40,320) only ever compute rows S[idx, :] on demand.
+_DENSE_MAX = 2048
+# The tensor start needs (r, r) pair tables and an embedding of S: small spaces only.
+_TENSOR_START_MAX = 1000
+# Candidate labels scored by the support search (all labels when r is at most this;
+# otherwise the most-voted labels): bounds the (n_patterns, n_candidates) tables.
+_MAX_CANDIDATES = 128
+# Pairs of labels per call of space.dist (bounds its temporary feature arrays).
+_DIST_BLOCK = 200_000
 
-    def __init__(self, stats: VoteStats, S: np.ndarray) -> None:
-        self.S = np.asarray(S, dtype=np.float64)
-        self.r = self.S.shape[0]
+
+class _SqDists:
+    """Rows ``S[idx, :]`` of the squared distances, from a matrix or a space.
+
+    A small space (or an (r, r) array) is used as a matrix. A large space computes
+    rows on demand with ``space.dist`` (never the (r, r) matrix) and caches them.
+    """
+
+    def __init__(self, S_or_space: Any) -> None:
+        self.space = None
+        if isinstance(S_or_space, FiniteMetricSpace):
+            self.r = len(S_or_space)
+            if self.r <= _DENSE_MAX or "distance_matrix" in S_or_space.__dict__:
+                self.S: np.ndarray | None = S_or_space.squared_distance_matrix
+            else:
+                self.S = None
+                self.space = S_or_space
+        else:
+            self.S = np.asarray(S_or_space, dtype=np.float64)
+            self.r = self.S.shape[0]
+        self._cache: dict[int, np.ndarray] = {}
+
+    @property
+    def dense(self) -> bool:
+        return self.S is not None
+
+    def rows(self, idx: Any) -> np.ndarray:
+        idx = np.asarray(idx, dtype=np.int64).ravel()
+        if self.S is not None:
+            return np.asarray(self.S[idx], dtype=np.float64)
+        assert self.space is not None
+        missing = np.array(
+            [i for i in dict.fromkeys(idx.tolist()) if i not in self._cache],
+            dtype=np.int64,
+        )
+        step = max(1, _DIST_BLOCK // self.r)
+        everything = np.arange(self.r)
+        for s in range(0, missing.size, step):  # blocks of rows, bounded memory
+            block = missing[s : s + step]
+            d = self.space.dist(block[:, None], everything[None, :])
+            for i, row in zip(block.tolist(), d * d, strict=True):
+                self._cache[i] = row
+        if idx.size == 0:
+            return np.empty((0, self.r))
+        return np.stack([self._cache[i] for i in idx.tolist()])
+
+
+def _row_dists(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct values of each row and log multiplicities, padded: (k, q) each.
+
+    The partition function and moments of exp(-theta S[y, .]) depend on row y only
+    through these (a permutation space has at most 29 distinct squared Kendall
+    distances per row, a 0/1 space two), so solving for theta never touches r columns.
+    """
+    k = rows.shape[0]
+    uniq = [np.unique(row, return_counts=True) for row in rows]  # k small rows
+    q = max(u.size for u, _ in uniq) if k else 1
+    vals = np.zeros((k, q))
+    logmult = np.full((k, q), -np.inf)
+    for j, (u, cnt) in enumerate(uniq):
+        vals[j, : u.size] = u
+        logmult[j, : u.size] = np.log(cnt)
+    return vals, logmult
+
+
+def _dist_moments(
+    theta: np.ndarray, vals: np.ndarray, logmult: np.ndarray
+) -> tuple[np.ndarray, ...]:
+    """log Z, E[d^2] and Var[d^2] under exp(-theta d^2) for broadcast (theta, row) pairs.
+
+    ``theta`` has shape (..., 1) against ``vals``/``logmult`` of shape (..., q).
+    """
+    logits = logmult - theta * vals
+    mx = logits.max(axis=-1, keepdims=True)
+    e = np.exp(logits - mx)
+    z = e.sum(axis=-1)
+    m1 = (e * vals).sum(axis=-1) / z
+    m2 = (e * vals * vals).sum(axis=-1) / z
+    return np.log(z) + mx[..., 0], m1, np.maximum(m2 - m1 * m1, 0.0)
+
+
+def _solve_theta(
+    vals: np.ndarray,
+    logmult: np.ndarray,
+    weights: np.ndarray,
+    target: np.ndarray,
+    theta0: np.ndarray,
+    *,
+    xtol: float = 1e-11,
+    max_iter: int = 100,
+) -> np.ndarray:
+    """theta_t with sum_j weights[t, j] E_theta[d^2 | row j] = target_t (weights sum to 1).
+
+    Safeguarded Newton on [0, _THETA_MAX], vectorized over targets, warm-started at
+    ``theta0``: the mean is strictly decreasing in theta (derivative -variance).
+    ``vals``/``logmult`` are (k, q) row distributions; ``weights`` is (t, k).
+    """
+    t = target.shape[0]
+    lo, hi = np.zeros(t), np.full(t, _THETA_MAX)
+
+    def f(th: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        _, m1, var = _dist_moments(
+            th[:, None, None], vals[None], logmult[None]
+        )  # (t, k)
+        return (w * m1).sum(1), (w * var).sum(1)
+
+    f_lo, _ = f(lo, weights)
+    f_hi, _ = f(hi, weights)
+    x = np.clip(theta0, 0.0, _THETA_MAX).astype(np.float64)
+    x = np.where(target >= f_lo, 0.0, np.where(target <= f_hi, _THETA_MAX, x))
+    active = (target < f_lo) & (target > f_hi)
+    for _ in range(max_iter):
+        if not active.any():
+            break
+        idx = np.flatnonzero(active)
+        xa = x[idx]
+        g, var = f(xa, weights[idx])
+        g = g - target[idx]  # decreasing in theta: g > 0 means theta is too small
+        a_lo = np.where(g > 0, xa, lo[idx])
+        a_hi = np.where(g <= 0, xa, hi[idx])
+        newton = xa + g / np.maximum(var, 1e-300)
+        inside = (newton > a_lo) & (newton < a_hi)
+        nxt = np.where(inside, newton, 0.5 * (a_lo + a_hi))
+        done = (np.abs(nxt - xa) <= xtol * (1.0 + np.abs(nxt))) | (a_hi - a_lo <= xtol)
+        lo[idx], hi[idx], x[idx] = a_lo, a_hi, nxt
+        active[idx[done]] = False
+    return x
+
+
+class _Problem:
+    """Pattern-level arrays shared by every EM run on one VoteStats.
+
+    The votes are a sparse one-hot matrix X (n_patterns, n_lfs * (r + 1)) with one
+    entry per vote (abstains have none), so log P(pattern | y) for the labels of a
+    support is one sparse product X @ W, and the M-step's sufficient statistics
+    (posterior mass of each (LF, vote, label)) are one product X^T @ (counts * R).
+    """
+
+    def __init__(self, stats: VoteStats, sq: _SqDists) -> None:
+        self.sq = sq
+        self.r = sq.r
         self.P = np.asarray(stats.patterns)
         self.c = np.asarray(stats.counts, dtype=np.float64)
-        self.m = self.P.shape[1]
+        self.u, self.m = self.P.shape
         self.n = float(self.c.sum())
         self.voted = self.P != ABSTAIN
         self.cv = self.c[:, None] * self.voted  # (u, m) count where a voted
         self.n_voted = self.cv.sum(0)  # (m,)
-        srt = np.sort(self.S, axis=1)
-        self.homogeneous = bool(np.allclose(srt, srt[:1]))
+        rows_i, cols_a = np.nonzero(self.voted)
+        cols = cols_a * (self.r + 1) + self.P[rows_i, cols_a] + 1
+        shape = (self.u, self.m * (self.r + 1))
+        self.X = sp.csr_matrix((np.ones(rows_i.size), (rows_i, cols)), shape=shape)
+        self.XcT = sp.csr_matrix((self.c[rows_i], (cols, rows_i)), shape=shape[::-1])
         # vote histogram per LF, (m, r)
-        self.hist = np.zeros((self.m, self.r))
-        for a in range(self.m):  # one bincount per LF
-            keep = self.voted[:, a]
-            self.hist[a] = np.bincount(
-                self.P[keep, a], weights=self.c[keep], minlength=self.r
-            )
+        self.hist = np.asarray(self.XcT.sum(axis=1)).reshape(self.m, self.r + 1)[:, 1:]
+        self._dists: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    # -- rows of S and their value distributions -----------------------------------
+    def rows(self, T: np.ndarray) -> np.ndarray:
+        return self.sq.rows(T)
+
+    def dists(self, T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(vals, logmult) of the rows of T, (k, q) each (cached per label)."""
+        missing = [int(t) for t in T if int(t) not in self._dists]
+        if missing:
+            v, lm = _row_dists(self.rows(np.array(missing)))
+            for i, t in enumerate(missing):
+                keep = np.isfinite(lm[i])
+                self._dists[t] = (v[i, keep], lm[i, keep])
+        q = max(self._dists[int(t)][0].size for t in T)
+        vals = np.zeros((T.size, q))
+        logmult = np.full((T.size, q), -np.inf)
+        for j, t in enumerate(T):
+            v, lm = self._dists[int(t)]
+            vals[j, : v.size], logmult[j, : v.size] = v, lm
+        return vals, logmult
+
+    def candidates(self) -> np.ndarray:
+        """Labels the support search scores: all, or the most-voted in a large space."""
+        if self.r <= _MAX_CANDIDATES:
+            return np.arange(self.r)
+        votes = self.hist.sum(0)
+        top = np.argsort(-votes, kind="stable")[:_MAX_CANDIDATES]
+        return np.sort(top[votes[top] > 0]) if (votes[top] > 0).any() else np.sort(top)
 
     # -- core pieces -------------------------------------------------------------
-    def log_cond(self, theta: np.ndarray, T: np.ndarray) -> np.ndarray:
-        """(m, k, r + 1): log P(lambda_a = v | T_j), last column 0 (abstain)."""
-        th = theta[:, T] if theta.ndim == 2 else theta
-        lc = log_conditional_probs(self.S[T], th)
-        return np.concatenate([lc, np.zeros(lc.shape[:2] + (1,))], axis=2)
+    def log_table(
+        self, theta: np.ndarray, T: np.ndarray, ST: np.ndarray | None = None
+    ) -> np.ndarray:
+        """W of shape (m * (r + 1), k): log P(lambda_a = v | T_j) at row a * (r + 1) + v + 1.
 
-    def log_lik_given(self, lc_pad: np.ndarray) -> np.ndarray:
-        """(u, k): log P(pattern i | Y = T_j); abstain indexes the zero column."""
-        out = np.zeros((self.P.shape[0], lc_pad.shape[1]))
-        for a in range(self.m):  # one row gather per LF, (u, k) contiguous
-            out += np.take(np.ascontiguousarray(lc_pad[a].T), self.P[:, a], axis=0)
-        return out
+        Rows for abstain (v = -1) are 0. ``theta`` is (m,) or (m, k) (per label of T).
+        """
+        ST = self.rows(T) if ST is None else ST
+        vals, logmult = self.dists(T)
+        th = np.broadcast_to(
+            theta[:, None] if theta.ndim == 1 else theta, (self.m, T.size)
+        )
+        logz, _, _ = _dist_moments(th[:, :, None], vals[None], logmult[None])  # (m, k)
+        W = np.zeros((self.m, self.r + 1, T.size))
+        W[:, 1:, :] = -th[:, None, :] * ST.T[None, :, :] - logz[:, None, :]
+        return W.reshape(-1, T.size)
 
-    def e_step(self, log_w: np.ndarray, theta: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, float]:
-        G = self.log_lik_given(self.log_cond(theta, T)) + log_w[None, :]
-        norm = logsumexp(G, axis=1, keepdims=True)
-        R = np.exp(G - norm)
-        return R, float(self.c @ norm[:, 0])
+    def log_lik_given(self, W: np.ndarray) -> np.ndarray:
+        """(u, k): log P(pattern i | Y = T_j)."""
+        return np.asarray(self.X @ W)
+
+    def e_step(
+        self, log_w: np.ndarray, theta: np.ndarray, T: np.ndarray
+    ) -> tuple[np.ndarray, float]:
+        G = self.log_lik_given(self.log_table(theta, T)) + log_w[None, :]
+        mx = G.max(axis=1, keepdims=True)
+        E = np.exp(G - mx)
+        z = E.sum(axis=1, keepdims=True)
+        R = E / z
+        return R, float(self.c @ (mx[:, 0] + np.log(z[:, 0])))
 
     def m_step(
         self, R: np.ndarray, theta: np.ndarray, T: np.ndarray, label_dependent: bool
     ) -> tuple[np.ndarray, np.ndarray]:
-        """New (weights over T, theta)."""
+        """New (weights over T, theta); theta is (m,) or (m, k) (label-dependent)."""
         w = self.c @ R / self.n
         k = T.size
-        N = self.cv.T @ R  # (m, k) posterior label mass among rows where a voted
-        ST = np.ascontiguousarray(self.S[T].T)  # (r, k); abstain (-1) picks a row, cv = 0
-        num = np.empty((self.m, k))  # posterior-weighted sum of observed d^2
-        for a in range(self.m):  # one row gather per LF
-            num[a] = self.cv[:, a] @ (R * np.take(ST, self.P[:, a], axis=0))
+        H = np.asarray(self.XcT @ R).reshape(self.m, self.r + 1, k)[
+            :, 1:, :
+        ]  # (m, r, k)
+        N = H.sum(axis=1)  # (m, k) posterior label mass among rows where a voted
+        num = np.einsum(
+            "avj,jv->aj", H, self.rows(T)
+        )  # posterior-weighted observed d^2
+        vals, logmult = self.dists(T)
         has = self.n_voted > 0
+        new = theta.copy()
         if label_dependent:
-            new = theta.copy()
             ok = N > 1e-12 * max(self.n, 1.0)
-            full = np.full((self.m, self.r), np.nan)
-            full[:, T] = np.where(ok, num / np.where(ok, N, 1.0), np.nan)
-            # labels off the support or never seen: the LF's pooled target
             pooled = num.sum(1) / np.maximum(N.sum(1), 1e-300)
-            full = np.where(np.isnan(full), pooled[:, None], full)
-            sol = theta_from_expected_sq_dist(self.S, full, theta_max=_THETA_MAX)
+            target = np.where(ok, num / np.where(ok, N, 1.0), pooled[:, None])  # (m, k)
+            eye = np.broadcast_to(np.eye(k)[None], (self.m, k, k)).reshape(-1, k)
+            sol = _solve_theta(
+                vals, logmult, eye, target.ravel(), theta.ravel()
+            ).reshape(self.m, k)
             new[has] = sol[has]
             return w, new
-        target = num.sum(1) / np.maximum(N.sum(1), 1e-300)
-        new = theta.copy()
-        if self.homogeneous:  # E[d^2 | y] does not depend on y: one row, one solve
-            new[has] = _solve_warm(self.S[:1], target[has], theta[has])
-        else:
-            for a in np.flatnonzero(has):  # label weights differ per LF
-                weights = np.zeros(self.r)
-                weights[T] = N[a]
-                new[a] = theta_from_expected_sq_dist(
-                    self.S, target[a : a + 1], weights, theta_max=_THETA_MAX
-                )[0]
+        tot = N.sum(1)
+        target = num.sum(1) / np.maximum(tot, 1e-300)
+        wts = N / np.maximum(tot, 1e-300)[:, None]
+        new[has] = _solve_theta(vals, logmult, wts[has], target[has], theta[has])
         return w, new
 
     def loglik(self, log_w: np.ndarray, theta: np.ndarray, T: np.ndarray) -> float:
         return self.e_step(log_w, theta, T)[1]
 
-
-def _solve_warm(S_rows: np.ndarray, target: np.ndarray, theta: np.ndarray) -> np.ndarray:
-    """theta_from_expected_sq_dist bracketed near the previous theta (EM moves little).
-
-    Targets whose root falls outside the narrow bracket (clipped to its ends) are solved
-    again on the full range.
-    """
-    lo = float(np.clip(theta.min() * 0.8 - 0.05, 0.0, _THETA_MAX))
-    hi = float(np.clip(theta.max() * 1.25 + 0.05, 0.0, _THETA_MAX))
-    sol = theta_from_expected_sq_dist(S_rows, target, theta_min=lo, theta_max=hi, xtol=1e-10)
-    edge = ((sol <= lo) & (lo > 0.0)) | ((sol >= hi) & (hi < _THETA_MAX))
-    if edge.any():
-        sol[edge] = theta_from_expected_sq_dist(S_rows, target[edge], theta_max=_THETA_MAX)
-    return sol
+    def expected_sq_dist(
+        self, theta: np.ndarray, T: np.ndarray, w: np.ndarray
+    ) -> np.ndarray:
+        """E[d^2(lambda_a, Y)] per LF with Y ~ w on T: (m,)."""
+        vals, logmult = self.dists(T)
+        th = np.broadcast_to(
+            theta[:, None] if theta.ndim == 1 else theta, (self.m, T.size)
+        )
+        _, m1, _ = _dist_moments(th[:, :, None], vals[None], logmult[None])
+        return m1 @ w
 
 
 def _run_em(
@@ -190,7 +372,10 @@ def _run_em(
     tol: float,
     fixed_theta: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, float, int, bool]:
-    """SQUAREM-accelerated EM; returns (w, theta, loglik, n_iter, converged)."""
+    """SQUAREM-accelerated EM; returns (w, theta, loglik, n_iter, converged).
+
+    ``theta`` is (m,) or, label-dependent, (m, k) over the labels of T.
+    """
 
     def pack(w_: np.ndarray, th: np.ndarray) -> np.ndarray:
         return np.concatenate([np.log(np.maximum(w_, 1e-300)), th.ravel()])
@@ -216,6 +401,7 @@ def _run_em(
         w1, th1, ll0 = step(w, theta)
         it += 1
         if np.isfinite(ll_old) and abs(ll0 - ll_old) <= tol * scale:
+            w, theta = w1, th1
             converged = True
             break
         w2, th2, ll1 = step(w1, th1)
@@ -225,6 +411,7 @@ def _run_em(
         v_ = x2 - 2 * x1 + x0
         nv = np.linalg.norm(v_)
         best = (w2, th2)
+        ll_best = ll1
         if nv > 0:
             alpha = -np.linalg.norm(r_) / nv
             alpha = min(alpha, -1.0)
@@ -234,30 +421,47 @@ def _run_em(
                 ws, ths, lls = step(ws, ths)  # stabilizing EM step
                 it += 1
                 if lls >= ll1 - 1e-9 * scale:
-                    best = (ws, ths)
+                    best, ll_best = (ws, ths), lls
             except (FloatingPointError, ValueError):
                 pass
         w, theta = best
-        if abs(ll1 - ll0) <= tol * scale:
-            ll_old = ll1
+        if abs(ll_best - ll0) <= tol * scale or abs(ll1 - ll0) <= tol * scale:
+            ll_old = ll_best
             converged = True
             break
-        ll_old = ll1
+        ll_old = ll_best
     ll = prob.loglik(np.log(np.maximum(w, 1e-300)), theta, T)
     return w, theta, ll, it, converged
 
 
-def _profile_single_center(prob: _Problem) -> tuple[int, np.ndarray, np.ndarray]:
-    """Best one-label model, vectorized over every label: (label, theta (m,), loglik (r,))."""
+def _profile_single_center(prob: _Problem, C: np.ndarray) -> tuple[int, np.ndarray]:
+    """Best one-label model among candidates C: (label, theta (m,)).
+
+    For "every row has label y" the MLE of theta_a matches E[d^2 | y] to the mean
+    squared distance of LF a's votes to y, and the log-likelihood is
+    -n_a (theta_ay mean_ay + log Z(theta_ay, y)): no (r, r) or (m, r, r) table.
+    """
+    SC = prob.rows(C)  # (c, r)
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean_d2 = (prob.hist @ prob.S) / np.maximum(prob.n_voted, 1e-300)[:, None]  # (m, r)
-    th = theta_from_expected_sq_dist(prob.S, mean_d2, theta_max=_THETA_MAX)  # per (a, y)
-    # log-likelihood of "every row has label y": sum_a sum_v hist[a, v] log P(v | y)
-    logits = -th[:, :, None] * prob.S[None, :, :]
-    lc = logits - logsumexp(logits, axis=2, keepdims=True)  # (m, y, v)
-    ll = np.einsum("av,ayv->y", prob.hist, lc)
+        mean_d2 = (prob.hist @ SC.T) / np.maximum(prob.n_voted, 1e-300)[
+            :, None
+        ]  # (m, c)
+    mean_d2 = np.nan_to_num(mean_d2)
+    vals, logmult = prob.dists(C)
+    c = C.size
+    one = np.broadcast_to(np.eye(c)[None], (prob.m, c, c)).reshape(-1, c)
+    th = _solve_theta(vals, logmult, one, mean_d2.ravel(), np.ones(prob.m * c)).reshape(
+        prob.m, c
+    )
+    logz, _, _ = _dist_moments(th[:, :, None], vals[None], logmult[None])
+    ll = -(prob.n_voted[:, None] * (th * mean_d2 + logz)).sum(0)  # (c,)
     best = int(np.argmax(ll))
-    return best, th[:, best], ll
+    return int(C[best]), th[:, best]
+
+
+def _candidate_table(prob: _Problem, theta: np.ndarray, C: np.ndarray) -> np.ndarray:
+    """(u, c): log P(pattern | y) for the candidate labels C under a shared theta."""
+    return prob.log_lik_given(prob.log_table(theta, C))
 
 
 def _grow(
@@ -265,16 +469,17 @@ def _grow(
     T: np.ndarray,
     w: np.ndarray,
     theta: np.ndarray,
+    C: np.ndarray,
 ) -> int | None:
-    """The label off T along which the likelihood rises fastest (vertex direction)."""
-    lc_all = prob.log_cond(theta, np.arange(prob.r))  # (m, r, r + 1)
-    G = prob.log_lik_given(lc_all)  # (u, r)
-    mix = logsumexp(G[:, T] + np.log(np.maximum(w, 1e-300))[None, :], axis=1)
-    D = prob.c @ np.exp(G - mix[:, None])  # (r,)
-    D[T] = -np.inf
+    """The candidate off T along which the likelihood rises fastest (vertex direction)."""
+    G = _candidate_table(prob, theta, C)  # (u, c)
+    GT = _candidate_table(prob, theta, T)
+    mix = logsumexp(GT + np.log(np.maximum(w, 1e-300))[None, :], axis=1)
+    D = prob.c @ np.exp(G - mix[:, None])  # (c,)
+    D[np.isin(C, T)] = -np.inf
     if not np.isfinite(D).any():
         return None
-    return int(np.argmax(D))
+    return int(C[np.argmax(D)])
 
 
 def _swap(
@@ -283,38 +488,52 @@ def _swap(
     w: np.ndarray,
     theta: np.ndarray,
     ll: float,
+    C: np.ndarray,
     *,
     fixed_w: bool,
     max_iter: int,
     tol: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """Local search over supports: move one label of T elsewhere while that helps.
+    """Local search over supports: move one label of T to a candidate while that helps.
 
     Every single move (T_j -> c, weights and theta held) is scored at once from the
-    (n_patterns, r) table of log P(pattern | y); the best is refitted by EM and kept
-    when the likelihood rises.
+    (n_patterns, n_candidates) table of log P(pattern | y); the best is refitted by EM
+    and kept when the likelihood rises.
     """
     if T.size >= prob.r:
         return T, w, theta, ll
     for _ in range(4 * T.size):
-        G = prob.log_lik_given(prob.log_cond(theta, np.arange(prob.r)))  # (u, r)
-        A = G[:, T] + np.log(np.maximum(w, 1e-300))[None, :]
+        G = _candidate_table(prob, theta, C)  # (u, c)
+        A = _candidate_table(prob, theta, T) + np.log(np.maximum(w, 1e-300))[None, :]
+        in_T = np.isin(C, T)
         best_gain, best_move = 1e-9 * max(prob.n, 1.0), None
-        for j in range(T.size):  # k vectorized scans over all r candidates
-            rest = logsumexp(np.delete(A, j, axis=1), axis=1) if T.size > 1 else np.full(G.shape[0], -np.inf)
+        for j in range(T.size):  # k vectorized scans over all candidates
+            rest = (
+                logsumexp(np.delete(A, j, axis=1), axis=1)
+                if T.size > 1
+                else np.full(G.shape[0], -np.inf)
+            )
             cand = np.logaddexp(rest[:, None], np.log(max(w[j], 1e-300)) + G)
             score = prob.c @ cand
-            score[T] = -np.inf
+            score[in_T] = -np.inf
             c = int(np.argmax(score))
             gain = score[c] - ll
             if gain > best_gain:
-                best_gain, best_move = gain, (j, c)
+                best_gain, best_move = gain, (j, int(C[c]))
         if best_move is None:
             break
         T2 = T.copy()
         T2[best_move[0]] = best_move[1]
-        w2, th2, ll2, _, _ = _run_em(prob, T2, w.copy(), theta.copy(), fixed_w=fixed_w,
-                                     label_dependent=False, max_iter=max_iter, tol=tol)
+        w2, th2, ll2, _, _ = _run_em(
+            prob,
+            T2,
+            w.copy(),
+            theta.copy(),
+            fixed_w=fixed_w,
+            label_dependent=False,
+            max_iter=max_iter,
+            tol=tol,
+        )
         if ll2 <= ll:
             break
         T, w, theta, ll = T2, w2, th2, ll2
@@ -325,6 +544,7 @@ def _search(
     prob: _Problem,
     start: int,
     theta0: np.ndarray,
+    C: np.ndarray,
     *,
     n_components: int | None,
     max_iter: int,
@@ -334,12 +554,17 @@ def _search(
     T = np.array([start])
     w = np.ones(1)
     theta = theta0.copy()
-    inner = dict(fixed_w=False, label_dependent=False, max_iter=min(max_iter, 200), tol=max(tol, 1e-6))
+    inner = dict(
+        fixed_w=False,
+        label_dependent=False,
+        max_iter=min(max_iter, 200),
+        tol=max(tol, 1e-6),
+    )
     w, theta, ll, _, _ = _run_em(prob, T, w, theta, **inner)
-    k_max = prob.r if n_components is None else min(prob.r, 2 * n_components)
+    k_max = C.size if n_components is None else min(C.size, 2 * n_components)
     penalty = np.log(max(prob.n, 2.0))  # BIC: a weight and a location per label
     while T.size < k_max:
-        c = _grow(prob, T, w, theta)
+        c = _grow(prob, T, w, theta, C)
         if c is None:
             break
         T2 = np.append(T, c)
@@ -355,7 +580,9 @@ def _search(
     return T, w, theta, ll
 
 
-def _tensor_start(stats: VoteStats, S: np.ndarray, n_components: int | None, seed: Any) -> Any:
+def _tensor_start(
+    stats: VoteStats, S: np.ndarray, n_components: int | None, seed: Any
+) -> Any:
     """The tensor estimate, or None when the tensor estimator is missing or fails."""
     try:
         from snorkel_structured.estimators.tensor import tensor_estimate
@@ -368,7 +595,9 @@ def _tensor_start(stats: VoteStats, S: np.ndarray, n_components: int | None, see
         est_warnings = [str(w.message) for w in caught]
         return est, est_warnings
     except Exception as exc:  # noqa: BLE001 - any failure means: use the fallback
-        return None, [f"tensor estimator failed ({type(exc).__name__}: {exc}); used the fallback start."]
+        return None, [
+            f"tensor estimator failed ({type(exc).__name__}: {exc}); used the fallback start."
+        ]
 
 
 def em_refine(
@@ -389,8 +618,9 @@ def em_refine(
     Parameters
     ----------
     stats : VoteStats
-    S : ndarray of shape (r, r)
-        Squared distances.
+    S : ndarray of shape (r, r) or FiniteMetricSpace
+        Squared distances, or the space (a large space computes only the rows it needs
+        with ``space.dist``).
     theta : array-like of shape (n_lfs,) or (n_lfs, r)
         Starting parameters; shape (n_lfs,) with ``label_dependent=True`` is broadcast.
     prior : array-like of shape (r,)
@@ -409,20 +639,42 @@ def em_refine(
     -------
     MLEEstimate
     """
-    prob = _Problem(stats, S)
+    prob = _Problem(stats, _SqDists(S))
     p = np.asarray(prior, dtype=np.float64)
-    T = np.flatnonzero(p > 0) if support is None else np.asarray(support, dtype=np.int64)
+    T = (
+        np.flatnonzero(p > 0)
+        if support is None
+        else np.asarray(support, dtype=np.int64)
+    )
     w = p[T] / p[T].sum()
     th = np.asarray(theta, dtype=np.float64).copy()
+    if th.ndim == 2:
+        th = th[:, T]
     if label_dependent and th.ndim == 1 and not fixed_theta:
-        w, th, _, n1, _ = _run_em(prob, T, w, th, fixed_w=fixed_prior, label_dependent=False,
-                                  max_iter=max_iter, tol=tol)
-        th = np.repeat(th[:, None], prob.r, axis=1)
+        w, th, _, n1, _ = _run_em(
+            prob,
+            T,
+            w,
+            th,
+            fixed_w=fixed_prior,
+            label_dependent=False,
+            max_iter=max_iter,
+            tol=tol,
+        )
+        th = np.repeat(th[:, None], T.size, axis=1)
     else:
         n1 = 0
-    w, th, ll, it, conv = _run_em(prob, T, w, th, fixed_w=fixed_prior,
-                                  label_dependent=label_dependent, max_iter=max_iter, tol=tol,
-                                  fixed_theta=fixed_theta)
+    w, th, ll, it, conv = _run_em(
+        prob,
+        T,
+        w,
+        th,
+        fixed_w=fixed_prior,
+        label_dependent=label_dependent,
+        max_iter=max_iter,
+        tol=tol,
+        fixed_theta=fixed_theta,
+    )
     msgs = []
     if not conv:
         msgs.append(f"EM stopped at max_iter={max_iter}; raise max_iter or tol.")
@@ -430,12 +682,28 @@ def em_refine(
     return _result(prob, T, w, th, ll, n1 + it, conv, "given", msgs)
 
 
-def _result(prob: _Problem, T: np.ndarray, w: np.ndarray, th: np.ndarray, ll: float,
-            it: int, conv: bool, init: str, msgs: list[str]) -> MLEEstimate:
+def _result(
+    prob: _Problem,
+    T: np.ndarray,
+    w: np.ndarray,
+    th: np.ndarray,
+    ll: float,
+    it: int,
+    conv: bool,
+    init: str,
+    msgs: list[str],
+) -> MLEEstimate:
     prior = np.zeros(prob.r)
     prior[T] = w
-    e = expected_sq_dist(prob.S, th, prior)
-    return MLEEstimate(prior, th, e, np.sort(T), ll, it, conv, init, msgs)
+    e = prob.expected_sq_dist(th, T, w)
+    if (
+        th.ndim == 2
+    ):  # (m, k) over T -> (m, r); off the support: the prior-weighted mean
+        full = np.repeat((th @ w)[:, None], prob.r, axis=1)
+        full[:, T] = th
+        th = full
+    order = np.argsort(T)
+    return MLEEstimate(prior, th, e, T[order], ll, it, conv, init, msgs)
 
 
 def mle_estimate(
@@ -458,8 +726,9 @@ def mle_estimate(
     ----------
     stats : VoteStats
         Vote-pattern counts of the label matrix.
-    S : ndarray of shape (r, r)
-        Squared distances of the label space.
+    S : ndarray of shape (r, r) or FiniteMetricSpace
+        Squared distances of the label space, or the space itself (a large space then
+        computes only the rows it needs with ``space.dist``, never the (r, r) matrix).
     n_components : int, optional
         Number of labels with prior mass. Default: the tensor estimate's support, or a
         greedy search that adds labels while BIC improves.
@@ -502,65 +771,116 @@ def mle_estimate(
     True
     """
     rng = check_seed(seed)
-    prob = _Problem(stats, S)
-    r = prob.r
+    sq = _SqDists(S)
+    prob = _Problem(stats, sq)
     msgs: list[str] = []
-    starts: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []  # (name, T, w, theta)
+    starts: list[
+        tuple[str, np.ndarray, np.ndarray, np.ndarray]
+    ] = []  # (name, T, w, theta)
     fixed = prior is not None
-    if fixed:
-        p = np.asarray(prior, dtype=np.float64)
-        T = np.flatnonzero(p > 0)
-        _, th0, _ = _profile_single_center(prob)
-        starts.append(("given", T, p[T] / p[T].sum(), np.full(prob.m, 1.0)))
-    elif support is not None:
-        T = np.unique(np.asarray(support, dtype=np.int64))
-        best, th0, _ = _profile_single_center(prob)
-        starts.append(("given", T, np.full(T.size, 1.0 / T.size), th0))
+    given = fixed or support is not None
+    if given:
+        p = np.asarray(prior, dtype=np.float64) if fixed else None
+        T = (
+            np.flatnonzero(p > 0)
+            if p is not None
+            else np.unique(np.asarray(support, dtype=np.int64))
+        )
+        w0 = p[T] / p[T].sum() if p is not None else np.full(T.size, 1.0 / T.size)
+        # theta = 1 for every LF: the first E-step is a soft majority vote over T
+        starts.append(("given", T, w0, np.full(prob.m, 1.0)))
     elif not isinstance(init, str):
         p = np.asarray(init.prior, dtype=np.float64)
         T = np.flatnonzero(p > 0)
-        starts.append(("given", T, p[T] / p[T].sum(), np.asarray(init.theta, dtype=np.float64).reshape(prob.m, -1)[:, 0]))
+        starts.append(
+            (
+                "given",
+                T,
+                p[T] / p[T].sum(),
+                np.asarray(init.theta, dtype=np.float64).reshape(prob.m, -1)[:, 0],
+            )
+        )
     else:
         tensor_ok = False
-        if init in ("auto", "tensor"):
-            got = _tensor_start(stats, S, n_components, rng.spawn(1)[0])
+        if init in ("auto", "tensor") and sq.dense and prob.r <= _TENSOR_START_MAX:
+            assert sq.S is not None
+            got = _tensor_start(stats, sq.S, n_components, rng.spawn(1)[0])
             if got is not None:
                 est, est_msgs = got
                 msgs.extend(est_msgs)
                 if est is not None:
                     p = np.asarray(est.prior, dtype=np.float64)
                     T = np.flatnonzero(p > 0)
-                    ok = bool(getattr(est, "identifiable", True)) and T.size > 0 and np.isfinite(est.theta).all()
+                    ok = (
+                        bool(getattr(est, "identifiable", True))
+                        and T.size > 0
+                        and np.isfinite(est.theta).all()
+                    )
                     if ok:
-                        th = np.clip(np.asarray(est.theta, dtype=np.float64), 0.0, _THETA_MAX)
+                        th = np.clip(
+                            np.asarray(est.theta, dtype=np.float64), 0.0, _THETA_MAX
+                        )
                         starts.append(("tensor", T, p[T] / p[T].sum(), th))
                         tensor_ok = True
         if not tensor_ok or init == "search":
-            best, th0, _ = _profile_single_center(prob)
-            seeds = [best] + list(rng.choice(r, size=min(n_restarts, r), replace=False))
+            C = prob.candidates()
+            best, th0 = _profile_single_center(prob, C)
+            seeds = [best] + list(
+                rng.choice(C, size=min(n_restarts, C.size), replace=False)
+            )
             for i, s0 in enumerate(seeds):
-                T, w, th, _ = _search(prob, int(s0), th0, n_components=n_components,
-                                      max_iter=max_iter, tol=tol)
+                T, w, th, _ = _search(
+                    prob,
+                    int(s0),
+                    th0,
+                    C,
+                    n_components=n_components,
+                    max_iter=max_iter,
+                    tol=tol,
+                )
                 starts.append(("profile" if i == 0 else f"restart {i}", T, w, th))
     best_fit = None
+    C = prob.candidates() if not given else None
     for name, T, w, th in starts:
         th = np.asarray(th, dtype=np.float64).copy()
-        w_, th_, ll, it, conv = _run_em(prob, T, w, th, fixed_w=fixed, label_dependent=False,
-                                        max_iter=max_iter, tol=tol)
-        if name != "given" or (support is None and not fixed):
-            T, w_, th_, ll = _swap(prob, T, w_, th_, ll, fixed_w=fixed, max_iter=max_iter, tol=tol)
+        if given and label_dependent:  # straight to the label-dependent model
+            th = np.repeat(th[:, None], T.size, axis=1)
+        w_, th_, ll, it, conv = _run_em(
+            prob,
+            T,
+            w,
+            th,
+            fixed_w=fixed,
+            label_dependent=given and label_dependent,
+            max_iter=max_iter,
+            tol=tol,
+        )
+        if C is not None:
+            T, w_, th_, ll = _swap(
+                prob, T, w_, th_, ll, C, fixed_w=fixed, max_iter=max_iter, tol=tol
+            )
         if best_fit is None or ll > best_fit[3]:
             best_fit = (name, T, w_, ll, th_, it, conv)
     assert best_fit is not None
     name, T, w, ll, th, it, conv = best_fit
-    if label_dependent:
-        th = np.repeat(th[:, None], r, axis=1)
-        w, th, ll, it2, conv = _run_em(prob, T, w, th, fixed_w=fixed, label_dependent=True,
-                                       max_iter=max_iter, tol=tol)
+    if label_dependent and not given:
+        th = np.repeat(th[:, None], T.size, axis=1)
+        w, th, ll, it2, conv = _run_em(
+            prob,
+            T,
+            w,
+            th,
+            fixed_w=fixed,
+            label_dependent=True,
+            max_iter=max_iter,
+            tol=tol,
+        )
         it += it2
     if not conv:
-        msg = (f"EM stopped at max_iter={max_iter} before the log-likelihood changed by less "
-               f"than tol={tol} per row; raise max_iter or tol.")
+        msg = (
+            f"EM stopped at max_iter={max_iter} before the log-likelihood changed by less "
+            f"than tol={tol} per row; raise max_iter or tol."
+        )
         msgs.append(msg)
         warnings.warn(msg, ConvergenceWarning, stacklevel=2)
     return _result(prob, T, w, th, ll, it, conv, name, msgs)
