@@ -47,7 +47,7 @@ from snorkel_structured.estimators._stats import VoteStats
 from snorkel_structured.exceptions import ConvergenceWarning
 from snorkel_structured.spaces.finite import FiniteMetricSpace
 
-__all__ = ["MLEEstimate", "em_refine", "mle_estimate"]
+__all__ = ["MLEEstimate", "em_refine", "mle_estimate", "support_log_table"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -225,6 +225,44 @@ def _solve_theta(
     return x
 
 
+def _log_table(
+    ST: np.ndarray, vals: np.ndarray, logmult: np.ndarray, theta: np.ndarray
+) -> np.ndarray:
+    """(m, r + 1, k): log P(lambda_a = v | T_j) at [a, v + 1, j]; abstain row 0 is 0."""
+    k, r = ST.shape
+    m = theta.shape[0]
+    th = np.broadcast_to(theta[:, None] if theta.ndim == 1 else theta, (m, k))
+    logz, _, _ = _dist_moments(th[:, :, None], vals[None], logmult[None])  # (m, k)
+    W = np.zeros((m, r + 1, k))
+    W[:, 1:, :] = -th[:, None, :] * ST.T[None, :, :] - logz[:, None, :]
+    return W
+
+
+def support_log_table(S: Any, theta: Any, support: Any) -> np.ndarray:
+    """log P(lambda_a = v | Y = support_j) for the labels of a support only.
+
+    Parameters
+    ----------
+    S : ndarray of shape (r, r) or FiniteMetricSpace
+        Squared distances or the space (a large space computes only ``k`` rows).
+    theta : array-like of shape (n_lfs,) or (n_lfs, r)
+    support : array-like of int of shape (k,)
+
+    Returns
+    -------
+    table : ndarray of shape (n_lfs, r + 1, k)
+        ``table[a, v + 1, j]`` for votes v in [0, r); ``table[a, 0, :] = 0`` (abstain),
+        so a vote matrix shifted by one indexes it directly.
+    """
+    sq = _SqDists(S)
+    T = np.asarray(support, dtype=np.int64)
+    th = np.asarray(theta, dtype=np.float64)
+    th = th[:, T] if th.ndim == 2 else th
+    ST = sq.rows(T)
+    vals, logmult = _row_dists(ST)
+    return _log_table(ST, vals, logmult, th)
+
+
 class _Problem:
     """Pattern-level arrays shared by every EM run on one VoteStats.
 
@@ -282,22 +320,13 @@ class _Problem:
         return np.sort(top[votes[top] > 0]) if (votes[top] > 0).any() else np.sort(top)
 
     # -- core pieces -------------------------------------------------------------
-    def log_table(
-        self, theta: np.ndarray, T: np.ndarray, ST: np.ndarray | None = None
-    ) -> np.ndarray:
+    def log_table(self, theta: np.ndarray, T: np.ndarray) -> np.ndarray:
         """W of shape (m * (r + 1), k): log P(lambda_a = v | T_j) at row a * (r + 1) + v + 1.
 
         Rows for abstain (v = -1) are 0. ``theta`` is (m,) or (m, k) (per label of T).
         """
-        ST = self.rows(T) if ST is None else ST
         vals, logmult = self.dists(T)
-        th = np.broadcast_to(
-            theta[:, None] if theta.ndim == 1 else theta, (self.m, T.size)
-        )
-        logz, _, _ = _dist_moments(th[:, :, None], vals[None], logmult[None])  # (m, k)
-        W = np.zeros((self.m, self.r + 1, T.size))
-        W[:, 1:, :] = -th[:, None, :] * ST.T[None, :, :] - logz[:, None, :]
-        return W.reshape(-1, T.size)
+        return _log_table(self.rows(T), vals, logmult, theta).reshape(-1, T.size)
 
     def log_lik_given(self, W: np.ndarray) -> np.ndarray:
         """(u, k): log P(pattern i | Y = T_j)."""

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from snorkel_structured._chunks import is_dask_collection, map_partitions_to_array, reduce_stats
 from snorkel_structured._persistence import PersistenceMixin
 from snorkel_structured._validation import (
     check_is_fitted,
@@ -26,6 +29,32 @@ __all__ = ["ManifoldLabelModel"]
 
 ESTIMATORS = ("triplet", "pair_sq_dist", "uws")
 WEIGHTINGS = ("inverse_variance", "beta_squared")
+
+
+def _as_outputs(chunk: Any, space: Any) -> np.ndarray:
+    """A chunk as (n, n_lfs, ambient_dim): 2-D chunks (Dask DataFrame partitions) hold
+    each row's LF outputs side by side, n_lfs * ambient_dim columns."""
+    arr = np.asarray(chunk.to_numpy() if hasattr(chunk, "to_numpy") else chunk)
+    D = space.ambient_dim
+    if arr.ndim == 2 and arr.shape[1] % D == 0:
+        arr = arr.reshape(arr.shape[0], -1, D)
+    return arr
+
+
+def _chunk_stats(chunk: Any, *, space: Any, atol: float, n_lfs: int | None) -> ManifoldStats:
+    """ManifoldStats of one chunk (module level, so Dask workers can unpickle it)."""
+    X = check_manifold_outputs(_as_outputs(chunk, space), space, name="X", atol=atol, n_lfs=n_lfs)
+    if X.shape[1] < 3:
+        raise ValueError(
+            f"X must have at least 3 labeling functions (axis 1); got shape {X.shape}. "
+            "The triplet invariants need three LFs; add LFs."
+        )
+    return ManifoldStats._from_checked(X, space)
+
+
+def _predict_block(chunk: Any, *, space: Any, atol: float, n_lfs: int, weights: np.ndarray) -> np.ndarray:
+    X = check_manifold_outputs(_as_outputs(chunk, space), space, name="X", atol=atol, n_lfs=n_lfs)
+    return space.frechet_mean(X, weights)
 
 
 class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
@@ -115,22 +144,22 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
         check_scalar(self.min_overlap, "min_overlap", kind="int", low=1)
         check_scalar(self.atol, "atol", low=0.0)
 
-    def _stats(self, X: Any) -> ManifoldStats:
-        X = check_manifold_outputs(X, self.space, name="X", atol=self.atol)
-        if X.shape[1] < 3:
-            raise ValueError(
-                f"X must have at least 3 labeling functions (axis 1); got shape {X.shape}. "
-                "The triplet invariants need three LFs; add LFs."
-            )
-        return ManifoldStats._from_checked(X, self.space)
+    def _stats(self, X: Any, n_lfs: int | None = None) -> ManifoldStats:
+        to_stats = functools.partial(_chunk_stats, space=self.space, atol=self.atol, n_lfs=n_lfs)
+        if is_dask_collection(X) or isinstance(X, Iterator):
+            return reduce_stats(X, to_stats)
+        return to_stats(X)
 
     def fit(self, X: Any, y: None = None) -> ManifoldLabelModel:
         """Estimate every LF's noise from LF outputs alone.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_lfs, ambient_dim)
-            LF outputs; a row of NaN is an abstain.
+        X : array-like of shape (n_samples, n_lfs, ambient_dim), iterator of chunks, or Dask collection
+            LF outputs; a row of NaN is an abstain. An iterator of such chunks is
+            consumed once; a Dask array (n_samples, n_lfs, ambient_dim) or a Dask
+            DataFrame with n_lfs * ambient_dim columns (each LF's coordinates side by
+            side) is reduced partition by partition. Same estimate as one array.
         y : None
             Ignored (no labels are used).
 
@@ -148,9 +177,12 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
         return self._fit_stats(self._stats(X))
 
     def partial_fit(self, X: Any, y: None = None) -> ManifoldLabelModel:
-        """Add the statistics of a chunk of rows and re-estimate; returns self."""
+        """Add the statistics of a chunk of rows and re-estimate; returns self.
+
+        ``X`` is anything ``fit`` accepts.
+        """
         self._check_params()
-        stats = self._stats(X)
+        stats = self._stats(X, self.n_lfs_ if hasattr(self, "stats_") else None)
         if hasattr(self, "stats_"):
             stats = self.stats_ + stats
         return self._fit_stats(stats)
@@ -189,8 +221,9 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_lfs, ambient_dim)
-            LF outputs; a row of NaN is an abstain.
+        X : array-like of shape (n_samples, n_lfs, ambient_dim), or Dask collection
+            LF outputs; a row of NaN is an abstain. A Dask collection (as in ``fit``)
+            gives a lazy Dask array, computed partition by partition.
 
         Returns
         -------
@@ -199,5 +232,12 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
             ``weights_`` renormalized over them; NaN for rows where every LF abstained.
         """
         check_is_fitted(self, "weights_")
-        X = check_manifold_outputs(X, self.space, name="X", atol=self.atol, n_lfs=self.n_lfs_)
-        return self.space.frechet_mean(X, self.weights_)
+        fn = functools.partial(
+            _predict_block, space=self.space, atol=self.atol, n_lfs=self.n_lfs_,
+            weights=self.weights_,
+        )
+        if is_dask_collection(X):
+            if getattr(X, "ndim", 2) == 3:  # (n, m, D) -> (n, m * D): rows stay whole
+                X = X.rechunk({1: -1, 2: -1}).reshape(X.shape[0], -1)
+            return map_partitions_to_array(X, fn, (self.space.ambient_dim,), np.float64)
+        return fn(X)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -11,6 +13,7 @@ from scipy.special import logsumexp
 from snorkel.analysis import metric_score
 from snorkel.labeling.model.base_labeler import BaseLabeler
 
+from snorkel_structured._chunks import is_dask_collection, map_partitions_to_array, reduce_stats
 from snorkel_structured._persistence import PersistenceMixin
 from snorkel_structured._validation import (
     ABSTAIN,
@@ -19,14 +22,13 @@ from snorkel_structured._validation import (
     check_scalar,
     check_seed,
 )
-from snorkel_structured.estimators._stats import VoteStats
-from snorkel_structured.estimators.em import em_refine, mle_estimate
+from snorkel_structured.estimators._stats import VoteStats, _count_patterns
+from snorkel_structured.estimators.em import _DENSE_MAX, em_refine, mle_estimate, support_log_table
 from snorkel_structured.estimators.uws import uws_expected_sq_dist
 from snorkel_structured.exceptions import IdentifiabilityWarning
 from snorkel_structured.noise.finite import (
     expected_sq_dist,
     log_conditional_probs,
-    log_posterior,
     theta_from_expected_sq_dist,
 )
 from snorkel_structured.noise_aware import NoiseMatrix, loss_weights, noise_matrix
@@ -43,6 +45,9 @@ _SNORKEL_TRAIN_KEYS = frozenset(
      "lr_scheduler_config", "prec_init", "log_freq", "mu_eps"}
 )
 _DENSE_CODE_LIMIT = 1 << 24
+# predict_proba(L) refuses to return a full (n_samples, r) array above this many bytes.
+MAX_PROBA_BYTES = 1 << 30
+_LABELS = ("all", "support")
 
 
 def _unique_rows(L: np.ndarray, r: int) -> tuple[np.ndarray, np.ndarray]:
@@ -66,6 +71,85 @@ def _unique_rows(L: np.ndarray, r: int) -> tuple[np.ndarray, np.ndarray]:
         return patterns, inverse.ravel()
     patterns, inverse = np.unique(L, axis=0, return_inverse=True)
     return patterns, inverse.ravel()
+
+
+def _chunk_stats(chunk: Any, *, n_labels: int, name: str, n_lfs: int | None) -> VoteStats:
+    """VoteStats of one chunk of rows (module level, so Dask workers can unpickle it)."""
+    L = check_label_matrix(chunk, n_labels=n_labels, min_lfs=3, name=name, n_lfs=n_lfs)
+    patterns, counts = _count_patterns(L, n_labels)
+    return VoteStats(int(n_labels), patterns, counts.astype(np.float64))
+
+
+def _is_chunked(data: Any) -> bool:
+    return is_dask_collection(data) or isinstance(data, Iterator)
+
+
+class _SupportPosterior:
+    """The fitted posterior restricted to the support: small arrays, picklable.
+
+    ``table[a, v + 1, j]`` = log P(lambda_a = v | Y = support_j) (row 0: abstain, 0);
+    P(Y | votes) is zero off the support, so nothing of size r x r is ever needed.
+    This is what Dask workers receive for partition-wise prediction.
+    """
+
+    def __init__(self, table: np.ndarray, log_prior: np.ndarray, support: np.ndarray, r: int) -> None:
+        self.table = table
+        self.log_prior = log_prior
+        self.support = support
+        self.r = r
+        self.n_lfs = table.shape[0]
+
+    def check(self, L: Any, name: str = "L") -> np.ndarray:
+        return check_label_matrix(L, n_labels=self.r, min_lfs=3, name=name, n_lfs=self.n_lfs)
+
+    def log_proba(self, L: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """log P(Y = support_j | pattern) over the unique rows, and the inverse map."""
+        patterns, inverse = _unique_rows(L, self.r)
+        out = np.tile(self.log_prior, (patterns.shape[0], 1))
+        for a in range(self.n_lfs):  # one (n_patterns, k) gather per LF
+            out += self.table[a][patterns[:, a] + 1]
+        impossible = np.isneginf(out).all(axis=1)
+        if impossible.any():  # votes impossible under every supported label: the prior
+            out[impossible] = self.log_prior
+        return out - logsumexp(out, axis=1, keepdims=True), inverse
+
+    def proba(self, L: Any, labels: str = "all") -> np.ndarray:
+        L = self.check(L)
+        logp, inverse = self.log_proba(L)
+        probs = np.exp(logp)[inverse]
+        if labels == "support":
+            return probs
+        full = np.zeros((L.shape[0], self.r))
+        full[:, self.support] = probs
+        return full
+
+    def predict(
+        self, L: Any, tie_break_policy: str = "abstain", seed: Any = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(preds, posterior over the support per unique pattern, inverse map)."""
+        L = self.check(L)
+        logp, inverse = self.log_proba(L)
+        probs_u = np.exp(logp)
+        tied = np.abs(probs_u - probs_u.max(axis=1, keepdims=True)) < 1e-5  # (u, k)
+        n_tied = tied.sum(axis=1)
+        preds = self.support[np.argmax(tied, axis=1)][inverse]
+        rows = np.flatnonzero(n_tied[inverse] > 1)
+        if rows.size:
+            if tie_break_policy == "abstain":
+                preds[rows] = ABSTAIN
+            else:
+                t = tied[inverse[rows]]
+                if tie_break_policy == "random":  # deterministic per row index and label
+                    keys = ((rows[:, None].astype(np.uint64) * np.uint64(2654435761)
+                             + self.support.astype(np.uint64)[None, :] * np.uint64(40503))
+                            % np.uint64(1 << 31)).astype(np.float64)
+                else:
+                    keys = check_seed(seed).random(t.shape)
+                preds[rows] = self.support[np.argmax(np.where(t, keys + 1.0, 0.0), axis=1)]
+        return preds, probs_u, inverse
+
+    def predict_block(self, L: Any, tie_break_policy: str = "abstain") -> np.ndarray:
+        return self.predict(L, tie_break_policy)[0]
 
 
 class StructuredLabelModel(PersistenceMixin, BaseLabeler):
@@ -285,8 +369,13 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
 
         Parameters
         ----------
-        L_train : array-like of int of shape (n_samples, n_lfs)
-            Label indices into ``space``; -1 = abstain. At least 3 LFs.
+        L_train : array-like of int of shape (n_samples, n_lfs), iterator of such chunks, or Dask array/DataFrame
+            Label indices into ``space``; -1 = abstain. At least 3 LFs. An iterator
+            (e.g. a generator reading a file chunk by chunk) is consumed once and never
+            held whole; a Dask collection is reduced partition by partition where it
+            lives (on the workers of an active ``dask.distributed`` client) and only
+            the vote-pattern counts travel back. All give the same estimate as one
+            in-memory array (the statistics are additive).
         Y_dev : array-like of int of shape (n_dev,), optional
             Gold labels; when given (and ``class_balance`` is not), their frequencies
             fix the prior, as in Snorkel (labels absent from ``Y_dev`` get prior 0).
@@ -313,10 +402,18 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
         unknown = set(config) - _SNORKEL_TRAIN_KEYS - {"seed", "max_iter", "tol"}
         if unknown:
             raise TypeError(f"fit got unexpected keyword arguments {sorted(unknown)}.")
-        L = check_label_matrix(L_train, n_labels=len(self.space), min_lfs=3, name="L_train")
         fixed = self._check_class_balance(class_balance, Y_dev)
-        stats = VoteStats.from_label_matrix(L, n_labels=len(self.space))
+        stats = self._collect_stats(L_train, "L_train")
         return self._fit_stats(stats, fixed, config)
+
+    def _collect_stats(self, data: Any, name: str, n_lfs: int | None = None) -> VoteStats:
+        """VoteStats of an array, an iterator of chunks or a Dask collection."""
+        to_stats = functools.partial(
+            _chunk_stats, n_labels=len(self.space), name=name, n_lfs=n_lfs
+        )
+        if _is_chunked(data):
+            return reduce_stats(data, to_stats)
+        return to_stats(data)
 
     def fit_stats(self, stats: VoteStats, class_balance: Any = None) -> StructuredLabelModel:
         """Fit from vote-pattern counts (e.g. ``sum`` of per-chunk ``VoteStats``).
@@ -354,7 +451,7 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
 
         Parameters
         ----------
-        L_chunk : array-like of int of shape (n_chunk, n_lfs)
+        L_chunk : array-like of int of shape (n_chunk, n_lfs), iterator of chunks, or Dask collection
 
         Returns
         -------
@@ -362,11 +459,7 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
         """
         self._check_params()
         fitted = hasattr(self, "stats_")
-        L = check_label_matrix(
-            L_chunk, n_labels=len(self.space), min_lfs=3, name="L_chunk",
-            n_lfs=self.n_lfs_ if fitted else None,
-        )
-        stats = VoteStats.from_label_matrix(L, n_labels=len(self.space))
+        stats = self._collect_stats(L_chunk, "L_chunk", self.n_lfs_ if fitted else None)
         if fitted:
             stats = self.stats_ + stats
         return self._fit_stats(stats, getattr(self, "_fixed_prior", None), {})
@@ -376,17 +469,31 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
         max_iter = check_scalar(config.get("max_iter", self.max_iter), "max_iter", kind="int", low=1)
         tol = check_scalar(config.get("tol", self.tol), "tol", low=0.0, low_inclusive=False)
         rng = check_seed(seed)
-        S = self.space.squared_distance_matrix
+        r = len(self.space)
+        large = r > _DENSE_MAX
+        if large and self.estimator != "mle":
+            raise ValueError(
+                f"estimator={self.estimator!r} needs (r, r) tables of the space; r = {r} "
+                f"labels is above {_DENSE_MAX}. Use estimator='mle', which works on the "
+                "rows of the support only."
+            )
+        if large and isinstance(self.prior_support, str) and self.prior_support == "all":
+            raise ValueError(
+                f"prior_support='all' on a space of {r} labels would need (n_patterns, "
+                f"{r}) tables; use 'auto' (or n_components) or give the label indices."
+            )
+        S = None if large else self.space.squared_distance_matrix
         support = self._support()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             if self.estimator == "mle":
                 est = mle_estimate(
-                    stats, S, n_components=self.n_components, support=support, prior=fixed,
+                    stats, self.space if large else S, n_components=self.n_components, support=support, prior=fixed,
                     label_dependent=bool(self.label_dependent), max_iter=max_iter, tol=tol,
                     seed=rng,
                 )
                 prior, theta, ll = est.prior, est.theta, est.log_likelihood
+                expected = est.expected_sq_dist
             elif self.estimator == "tensor":
                 from snorkel_structured.estimators.tensor import tensor_estimate
 
@@ -394,8 +501,10 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
                 prior = np.asarray(t.prior, dtype=np.float64) if fixed is None else fixed
                 theta = np.asarray(t.theta, dtype=np.float64)
                 ll = float("nan")
+                expected = None
             else:
                 prior, theta, ll = self._fit_uws(stats, S, fixed, support, max_iter, tol)
+                expected = None
         self.fit_warnings_ = [str(w.message) for w in caught]
         for w in caught:  # re-emit, pointing at the caller
             warnings.warn(w.message, w.category, stacklevel=3)
@@ -404,13 +513,16 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
         self.prior_ = np.asarray(prior, dtype=np.float64)
         self.support_ = np.flatnonzero(self.prior_ > 0)
         self.theta_ = np.asarray(theta, dtype=np.float64)
-        self.expected_sq_dist_ = expected_sq_dist(S, self.theta_, self.prior_)
+        self.expected_sq_dist_ = (
+            np.asarray(expected, dtype=np.float64) if expected is not None
+            else expected_sq_dist(S, self.theta_, self.prior_)
+        )
         self.coverage_ = stats.coverage()
         self.log_likelihood_ = float(ll)
         self._fixed_prior = fixed
-        self._log_cond = log_conditional_probs(S, self.theta_)
-        with np.errstate(divide="ignore"):
-            self._log_prior = np.log(self.prior_)
+        T = self.support_
+        table = support_log_table(self.space if large else S, self.theta_, T)
+        self._posterior = _SupportPosterior(table, np.log(self.prior_[T]), T, r)
         return self
 
     def _fit_uws(self, stats: VoteStats, S: np.ndarray, fixed: np.ndarray | None,
@@ -447,9 +559,19 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
 
     # -- fitted model ------------------------------------------------------------------
     def log_conditional_probs(self) -> np.ndarray:
-        """log P(lambda_a = v | Y = y) of the fitted model, shape (n_lfs, r, r) [a, y, v]."""
+        """log P(lambda_a = v | Y = y) of the fitted model, shape (n_lfs, r, r) [a, y, v].
+
+        Raises ``ValueError`` for a space above 2,048 labels (the table would be
+        n_lfs r^2 numbers); the support's rows are what prediction uses.
+        """
         check_is_fitted(self, "theta_")
-        return self._log_cond.copy()
+        r = len(self.space)
+        if r > _DENSE_MAX:
+            raise ValueError(
+                f"log_conditional_probs() would build an ({self.n_lfs_}, {r}, {r}) array "
+                f"on a space of {r} labels; the model only needs the support's rows."
+            )
+        return log_conditional_probs(self.space.squared_distance_matrix, self.theta_)
 
     def get_conditional_probs(self) -> np.ndarray:
         """Snorkel's table P(lambda_a = v | Y = y), shape (n_lfs, r + 1, r).
@@ -462,34 +584,79 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
         cov = self.coverage_
         out = np.empty((self.n_lfs_, len(self.space) + 1, len(self.space)))
         out[:, 0, :] = (1.0 - cov)[:, None]
-        out[:, 1:, :] = cov[:, None, None] * np.exp(self._log_cond).transpose(0, 2, 1)
+        out[:, 1:, :] = cov[:, None, None] * np.exp(self.log_conditional_probs()).transpose(0, 2, 1)
         return out
 
     def get_weights(self) -> np.ndarray:
         """Each LF's estimated accuracy P(lambda_a = Y | lambda_a votes), shape (n_lfs,)."""
         check_is_fitted(self, "theta_")
-        diag = np.exp(np.diagonal(self._log_cond, axis1=1, axis2=2))  # (m, r): P(v = y | y)
-        return np.clip(diag @ self.prior_, 1e-6, 1.0)
+        T = self.support_
+        # P(v = y | y) for y in the support: table[a, T_j + 1, j]
+        diag = np.exp(self._posterior.table[:, T + 1, np.arange(T.size)])  # (m, k)
+        return np.clip(diag @ self.prior_[T], 1e-6, 1.0)
 
-    def _pattern_posterior(self, L: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        patterns, inverse = _unique_rows(L, len(self.space))
-        return log_posterior(patterns, self._log_cond, self._log_prior), inverse
+    def _check_labels(self, labels: str) -> None:
+        if labels not in _LABELS:
+            raise ValueError(f"labels must be one of {_LABELS}; got {labels!r}.")
 
-    def predict_proba(self, L: Any) -> np.ndarray:
-        """Posterior P(Y = y | votes) per row, shape (n_samples, r).
+    def predict_proba(
+        self, L: Any, *, labels: str = "all", max_bytes: int = MAX_PROBA_BYTES
+    ) -> Any:
+        """Posterior P(Y = y | votes) per row.
 
         Parameters
         ----------
-        L : array-like of int of shape (n_samples, n_lfs)
+        L : array-like of int of shape (n_samples, n_lfs), or Dask array/DataFrame
+            A Dask collection gives a lazy Dask array, computed partition by
+            partition (on the workers of an active ``dask.distributed`` client).
+        labels : {"all", "support"}, default="all"
+            "all": one column per label of the space, as Snorkel's ``predict_proba``
+            (zero off ``support_``). "support": one column per label of
+            ``support_`` only, shape (n_samples, k): the posterior is zero elsewhere,
+            so this loses nothing and is what large spaces (Permutations(8), r =
+            40,320) should use.
+        max_bytes : int, default=2**30
+            Largest (n_samples, r) result "all" may return in memory (for a Dask
+            collection: per partition).
 
         Returns
         -------
-        probs : ndarray of shape (n_samples, r)
+        probs : ndarray of shape (n_samples, r) or (n_samples, k)
+
+        Raises
+        ------
+        ValueError
+            If ``labels="all"`` would exceed ``max_bytes``; the message gives the size
+            and suggests ``labels="support"``.
         """
         check_is_fitted(self, "theta_")
+        self._check_labels(labels)
+        r, k = len(self.space), self.support_.size
+        width = r if labels == "all" else k
+        post = self._posterior
+        if is_dask_collection(L):
+            rows = max(getattr(L, "chunks", ((0,),))[0] or (0,))
+            if labels == "all":
+                self._check_budget(int(rows) if rows == rows else 0, max_bytes, "per partition ")
+            return map_partitions_to_array(
+                L, functools.partial(post.proba, labels=labels), (width,), np.float64
+            )
         L = self._check_L(L)
-        logp, inverse = self._pattern_posterior(L)
-        return np.exp(logp)[inverse]
+        if labels == "all":
+            self._check_budget(L.shape[0], max_bytes, "")
+        return post.proba(L, labels)
+
+    def _check_budget(self, n: int, max_bytes: int, where: str) -> None:
+        r = len(self.space)
+        need = 8 * n * r
+        if need > max_bytes:
+            raise ValueError(
+                f"predict_proba(L) would return an ({n}, {r}) float64 array {where}"
+                f"({need / 2**30:.2f} GiB), above max_bytes={max_bytes}. The posterior is "
+                f"zero outside the {self.support_.size} labels of support_: use "
+                "predict_proba(L, labels='support') for the (n_samples, k) posterior over "
+                "support_, predict(L) for labels, or pass chunks of rows."
+            )
 
     def predict(
         self,
@@ -503,9 +670,11 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
 
         Parameters
         ----------
-        L : array-like of int of shape (n_samples, n_lfs)
+        L : array-like of int of shape (n_samples, n_lfs), or Dask array/DataFrame
+            A Dask collection gives a lazy Dask array of predictions (partition by
+            partition; "random" ties then hash the row index within its partition).
         return_probs : bool, default=False
-            Also return ``predict_proba(L)``.
+            Also return ``predict_proba(L)`` (in-memory input only).
         tie_break_policy : {"abstain", "true-random", "random"}, default="abstain"
             Labels within 1e-5 of the top probability tie. "abstain" returns -1;
             "random" picks deterministically from the row index (Snorkel's hash
@@ -521,28 +690,24 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
         check_is_fitted(self, "theta_")
         if tie_break_policy not in _TIE_BREAK:
             raise ValueError(f"tie_break_policy must be one of {_TIE_BREAK}; got {tie_break_policy!r}.")
+        post = self._posterior
+        if is_dask_collection(L):
+            if return_probs or tie_break_policy == "true-random":
+                raise ValueError(
+                    "Over a Dask collection, predict supports neither return_probs nor "
+                    "tie_break_policy='true-random'; call predict_proba(L) separately."
+                )
+            return map_partitions_to_array(
+                L, functools.partial(post.predict_block, tie_break_policy=tie_break_policy),
+                (), np.int64,
+            )
         L = self._check_L(L)
-        logp, inverse = self._pattern_posterior(L)
-        probs_u = np.exp(logp)
-        tied = np.abs(probs_u - probs_u.max(axis=1, keepdims=True)) < 1e-5  # (u, r)
-        n_tied = tied.sum(axis=1)
-        preds_u = np.argmax(tied, axis=1)
-        preds = preds_u[inverse]
-        rows = np.flatnonzero(n_tied[inverse] > 1)
-        if rows.size:
-            if tie_break_policy == "abstain":
-                preds[rows] = ABSTAIN
-            else:
-                t = tied[inverse[rows]]
-                if tie_break_policy == "random":  # deterministic per row index
-                    keys = ((rows[:, None].astype(np.uint64) * np.uint64(2654435761)
-                             + np.arange(t.shape[1], dtype=np.uint64) * np.uint64(40503))
-                            % np.uint64(1 << 31)).astype(np.float64)
-                else:
-                    keys = check_seed(seed).random(t.shape)
-                preds[rows] = np.argmax(np.where(t, keys + 1.0, 0.0), axis=1)
+        preds, probs_u, inverse = post.predict(L, tie_break_policy, seed)
         if return_probs:
-            return preds, probs_u[inverse]
+            self._check_budget(L.shape[0], MAX_PROBA_BYTES, "")
+            probs = np.zeros((L.shape[0], len(self.space)))
+            probs[:, self.support_] = probs_u[inverse]
+            return preds, probs
         return preds
 
     def score(
@@ -574,16 +739,23 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
         L = self._check_L(L)
         y = self._check_gold(Y, "Y", n=L.shape[0])
         metrics = ["accuracy"] if metrics is None else list(metrics)
-        preds, probs = self.predict(L, return_probs=True, tie_break_policy=tie_break_policy)
+        preds, probs_u, inverse = self._posterior.predict(L, tie_break_policy)
         keep = preds != ABSTAIN
         out: dict[str, float] = {}
+        probs = None
         for name in metrics:
             if name in _STRUCTURED_METRICS:
-                D = self.space.distance_matrix if name == "mean_distance" else self.space.squared_distance_matrix
-                out[name] = float(D[preds[keep], y[keep]].mean()) if keep.any() else float("nan")
-            else:
-                out[name] = float(metric_score(golds=y[keep], preds=preds[keep],
-                                               probs=probs[keep], metric=name))
+                d = self.space.dist(preds[keep], y[keep])
+                d = d if name == "mean_distance" else d * d
+                out[name] = float(d.mean()) if keep.any() else float("nan")
+                continue
+            if probs is None and name == "roc_auc":  # the only metric reading probs
+                self._check_budget(L.shape[0], MAX_PROBA_BYTES, "")
+                probs = np.zeros((L.shape[0], len(self.space)))
+                probs[:, self.support_] = probs_u[inverse]
+            out[name] = float(metric_score(golds=y[keep], preds=preds[keep],
+                                           probs=None if probs is None else probs[keep],
+                                           metric=name))
         return out
 
     def sample_pseudolabels(self, L: Any, seed: Any = None) -> np.ndarray:
@@ -601,13 +773,13 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
         check_is_fitted(self, "theta_")
         L = self._check_L(L)
         rng = check_seed(seed)
-        logp, inverse = self._pattern_posterior(L)
-        u_count, r = logp.shape
-        cdf = np.cumsum(np.exp(logp - logsumexp(logp, axis=1, keepdims=True)), axis=1)
+        logp, inverse = self._posterior.log_proba(L)
+        u_count, k = logp.shape
+        cdf = np.cumsum(np.exp(logp), axis=1)
         cdf /= cdf[:, -1:]
         flat = (cdf + np.arange(u_count)[:, None]).ravel()
         pos = np.searchsorted(flat, inverse + rng.random(inverse.size), side="right")
-        return np.minimum(pos - inverse * r, r - 1).astype(np.int64)
+        return self.support_[np.minimum(pos - inverse * k, k - 1)].astype(np.int64)
 
     # -- noise-aware end-model training (see snorkel_structured.noise_aware) ------------
     def noise_matrix(
