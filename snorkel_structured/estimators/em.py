@@ -26,7 +26,7 @@ Starting points: with a given support or prior, theta = 1 for every LF (the firs
 E-step is then a soft majority vote), and a label-dependent model is fitted directly.
 Otherwise the tensor estimate when it is identifiable (spaces of at most
 1,000 labels); else a greedy search over supports among candidate labels (all labels,
-or the 128 most-voted ones in a larger space): the best single-center model, then labels
+or the 64 most-voted ones in a larger space): the best single-center model, then labels
 added one at a time where the directional derivative of the likelihood is largest (the
 vertex-direction method for mixtures), a few seeded random restarts, and the best
 likelihood wins.
@@ -92,7 +92,7 @@ _DENSE_MAX = 2048
 _TENSOR_START_MAX = 1000
 # Candidate labels scored by the support search (all labels when r is at most this;
 # otherwise the most-voted labels): bounds the (n_patterns, n_candidates) tables.
-_MAX_CANDIDATES = 128
+_MAX_CANDIDATES = 64
 # Pairs of labels per call of space.dist (bounds its temporary feature arrays).
 _DIST_BLOCK = 200_000
 
