@@ -84,6 +84,14 @@ def _is_chunked(data: Any) -> bool:
     return is_dask_collection(data) or isinstance(data, Iterator)
 
 
+def _max_partition_rows(data: Any) -> int:
+    """Rows of the largest partition of a Dask array (0 when unknown, e.g. DataFrames)."""
+    chunks = getattr(data, "chunks", None)
+    if not chunks or any(c != c for c in chunks[0]):  # NaN: unknown sizes
+        return 0
+    return int(max(chunks[0]))
+
+
 class _SupportPosterior:
     """The fitted posterior restricted to the support: small arrays, picklable.
 
@@ -216,7 +224,17 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
     P(Y = y | votes) is proportional to prior_y prod_a exp(-theta_a S[lambda_a, y]) /
     Z_a(y) over the LFs that voted (DESIGN section 4). Estimation needs only the
     additive :class:`~snorkel_structured.estimators.VoteStats`, so ``fit`` equals
-    ``partial_fit`` over chunks equals ``fit_stats(sum(chunk_stats))``.
+    ``partial_fit`` over chunks equals ``fit_stats(sum(chunk_stats))`` equals ``fit``
+    of an iterator of chunks or of a Dask array/DataFrame (reduced on the workers).
+
+    Scale. The posterior is zero off ``support_``, so prediction uses only the k rows
+    S[support_, :] (an (n_lfs, r + 1, k) table) and costs O(n_patterns k n_lfs).
+    Spaces above 2,048 labels (Permutations(7), r = 5,040; Permutations(8), r =
+    40,320) never build the (r, r) distance matrix: "mle" computes the rows it needs
+    with ``space.dist`` and searches supports among the 64 most-voted labels;
+    "tensor"/"uws" and ``prior_support="all"`` are refused there. Use
+    ``predict_proba(L, labels="support")`` (n_samples, k) for such spaces: the
+    default (n_samples, r) form raises when it would exceed ``max_bytes`` (1 GiB).
 
     References
     ----------
@@ -635,9 +653,8 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
         width = r if labels == "all" else k
         post = self._posterior
         if is_dask_collection(L):
-            rows = max(getattr(L, "chunks", ((0,),))[0] or (0,))
             if labels == "all":
-                self._check_budget(int(rows) if rows == rows else 0, max_bytes, "per partition ")
+                self._check_budget(_max_partition_rows(L), max_bytes, "per partition ")
             return map_partitions_to_array(
                 L, functools.partial(post.proba, labels=labels), (width,), np.float64
             )
