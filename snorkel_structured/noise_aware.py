@@ -231,7 +231,7 @@ def noise_matrix(
     abstain: Any = 0.0,
     rule: str = "sample",
     support: Any = None,
-    min_prior: float = 1e-2,
+    min_prior: float = 0.05,
     method: str = "auto",
     max_patterns: int = 200_000,
     n_draws: int = 20_000,
@@ -256,11 +256,13 @@ def noise_matrix(
         restrict the posterior to the support.
     support : array-like of int, optional
         Label indices to index Q by; default the labels with ``prior > min_prior``.
-    min_prior : float, default=0.01
+    min_prior : float, default=0.05
         Threshold defining the default support. Labels below it are left out of Q
         and of the posterior the pseudolabels come from: a label model's estimate
-        often puts a sliver of mass on spurious labels, and keeping them makes Q
-        ill-conditioned and the weights large.
+        often puts a sliver of mass (1-2%) on spurious labels next to the true ones,
+        and keeping them makes Q ill-conditioned and lets an end model answer with a
+        label "between" two real ones. With many labels of similar weight (more than
+        about 15), lower it, or pass ``support``.
     method : {"auto", "exact", "monte_carlo"}, default="auto"
         "exact" enumerates all (r + 1)^n_lfs vote patterns (r^n_lfs without abstains),
         weighted by P(pattern | y); "auto" does so when there are at most
@@ -380,7 +382,7 @@ def loss_weights(
     abstain: Any = None,
     rule: str = "sample",
     support: Any = None,
-    min_prior: float = 1e-2,
+    min_prior: float = 0.05,
     noise: NoiseMatrix | None = None,
     index: Any = None,
     seed: Any = None,

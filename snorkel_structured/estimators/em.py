@@ -44,7 +44,7 @@ from scipy.special import logsumexp
 
 from snorkel_structured._validation import ABSTAIN, check_seed
 from snorkel_structured.estimators._stats import VoteStats
-from snorkel_structured.exceptions import ConvergenceWarning
+from snorkel_structured.exceptions import ConvergenceWarning, IdentifiabilityWarning
 from snorkel_structured.spaces.finite import FiniteMetricSpace
 
 __all__ = ["MLEEstimate", "em_refine", "mle_estimate", "support_log_table"]
@@ -569,6 +569,11 @@ def _swap(
     return T, w, theta, ll
 
 
+def _bic_penalty(prob: _Problem) -> float:
+    """BIC cost of one more support label: a weight and a location, (2 / 2) log n."""
+    return float(np.log(max(prob.n, 2.0)))
+
+
 def _search(
     prob: _Problem,
     start: int,
@@ -591,7 +596,7 @@ def _search(
     )
     w, theta, ll, _, _ = _run_em(prob, T, w, theta, **inner)
     k_max = C.size if n_components is None else min(C.size, 2 * n_components)
-    penalty = np.log(max(prob.n, 2.0))  # BIC: a weight and a location per label
+    penalty = _bic_penalty(prob)
     while T.size < k_max:
         c = _grow(prob, T, w, theta, C)
         if c is None:
@@ -888,10 +893,14 @@ def mle_estimate(
             T, w_, th_, ll = _swap(
                 prob, T, w_, th_, ll, C, fixed_w=fixed, max_iter=max_iter, tol=tol
             )
-        if best_fit is None or ll > best_fit[3]:
-            best_fit = (name, T, w_, ll, th_, it, conv)
+        # Starts may end with supports of different sizes: when the size is free, compare
+        # them by BIC (the penalty the greedy search uses), else a restart that grew a
+        # spurious label would win on raw likelihood.
+        score = ll - (T.size * _bic_penalty(prob) if n_components is None and not given else 0.0)
+        if best_fit is None or score > best_fit[-1]:
+            best_fit = (name, T, w_, ll, th_, it, conv, score)
     assert best_fit is not None
-    name, T, w, ll, th, it, conv = best_fit
+    name, T, w, ll, th, it, conv, _ = best_fit
     if label_dependent and not given:
         th = np.repeat(th[:, None], T.size, axis=1)
         w, th, ll, it2, conv = _run_em(
@@ -912,4 +921,18 @@ def mle_estimate(
         )
         msgs.append(msg)
         warnings.warn(msg, ConvergenceWarning, stacklevel=2)
+    at_bound = np.flatnonzero((np.atleast_2d(th.T).T >= 0.999 * _THETA_MAX).any(axis=1))
+    if at_bound.size:
+        # theta at its cap means the model sees the LF as never wrong: typically an LF
+        # whose votes decide the model's labels (constant within groups of rows, or a
+        # function of other LFs), which breaks conditional independence.
+        msg = (
+            f"LF(s) {at_bound.tolist()} reached theta={_THETA_MAX:g}, the upper bound: the "
+            "model treats them as never wrong and lets them decide the labels. This "
+            "usually means they are not conditionally independent of the other LFs "
+            "(e.g. constant within groups, or copies of another LF); check them with "
+            "StructuredLFAnalysis and consider dropping them."
+        )
+        msgs.append(msg)
+        warnings.warn(msg, IdentifiabilityWarning, stacklevel=2)
     return _result(prob, T, w, th, ll, it, conv, name, msgs)

@@ -800,7 +800,7 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
 
     # -- noise-aware end-model training (see snorkel_structured.noise_aware) ------------
     def noise_matrix(
-        self, *, rule: str = "sample", support: Any = None, min_prior: float = 1e-2,
+        self, *, rule: str = "sample", support: Any = None, min_prior: float = 0.05,
         seed: Any = None, **options: Any,
     ) -> NoiseMatrix:
         """Q_ij = P(pseudolabel = y_j | Y = y_i) under the fitted model, on the support.
@@ -822,7 +822,7 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
 
     def loss_weights(
         self, L: Any, *, rule: str = "sample", support: Any = None,
-        min_prior: float = 1e-2, noise: NoiseMatrix | None = None, index: Any = None,
+        min_prior: float = 0.05, noise: NoiseMatrix | None = None, index: Any = None,
         seed: Any = None, **options: Any,
     ) -> Any:
         """Pseudolabels and Q^-1 loss weights per row, as a pandas DataFrame.

@@ -1,3 +1,4 @@
+import warnings
 """EM maximum likelihood over vote patterns (snorkel_structured/estimators/em.py)."""
 
 import numpy as np
@@ -61,3 +62,30 @@ def test_seed_gives_identical_estimates():
     b = mle_estimate(_stats(data), data.space.squared_distance_matrix, n_components=2, seed=7)
     np.testing.assert_array_equal(a.theta, b.theta)
     np.testing.assert_array_equal(a.prior, b.prior)
+
+
+def test_constant_lf_at_theta_bound_is_flagged():
+    # An LF that always votes one label is "never wrong" if every row is that label:
+    # EM drives its theta to the cap, which must be reported, not silently used.
+    from snorkel_structured.synthetic import make_ranking_data
+
+    data = make_ranking_data(5000, theta=(0.3, 0.3, 0.3), seed=0)
+    L = data.L.copy()
+    L[:, 2] = data.support[0]
+    with pytest.warns(ss.IdentifiabilityWarning, match=r"LF\(s\) \[2\] reached theta"):
+        ss.StructuredLabelModel(data.space, estimator="mle", seed=0).fit(L, progress_bar=False)
+
+
+def test_free_support_size_is_chosen_by_bic_not_raw_likelihood():
+    # theta = [0, 0, 1]: restarts that grow spurious labels must not win on likelihood.
+    from snorkel_structured.synthetic import make_ranking_data
+
+    sizes = []
+    for seed in (1, 3, 6):
+        data = make_ranking_data(1000, theta=(0.0, 0.0, 1.0), seed=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            lm = ss.StructuredLabelModel(data.space, estimator="mle", seed=seed).fit(data.L, progress_bar=False)
+        assert set(data.support) <= set(lm.support_)
+        sizes.append(lm.support_.size)
+    assert max(sizes) <= 3
