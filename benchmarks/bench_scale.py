@@ -33,6 +33,7 @@ import warnings
 import numpy as np
 
 import snorkel_structured as ss
+from snorkel_structured.synthetic import make_label_matrix
 
 ENV = {"package": ss.__version__, "numpy": np.__version__, "cpu": platform.machine(),
        "n_cpu": __import__("os").cpu_count()}
@@ -168,24 +169,6 @@ def stream(n: int, chunk: int, modes: list[str]) -> None:
 
 
 # -- large permutation spaces ----------------------------------------------------------
-def sample_large(space, centers, probs, theta, n, seed):
-    """Votes exp(-theta d^2) around centers from the centers' rows only (no r x r)."""
-    rng = np.random.default_rng(seed)
-    r = len(space)
-    rows = space.dist(np.asarray(centers)[:, None], np.arange(r)[None, :]) ** 2
-    z = rng.choice(len(centers), size=n, p=probs)
-    L = np.empty((n, len(theta)), dtype=np.int64)
-    expected = np.zeros(len(theta))
-    for a, th in enumerate(theta):
-        for j in range(len(centers)):
-            p = np.exp(-th * (rows[j] - rows[j].min()))
-            p /= p.sum()
-            idx = np.flatnonzero(z == j)
-            L[idx, a] = rng.choice(r, size=idx.size, p=p)
-            expected[a] += probs[j] * (p @ rows[j])
-    return L, np.asarray(centers)[z], expected
-
-
 def perm(items: list[int], n: int, k: int, seed: int) -> None:
     theta = [0.3, 0.5, 0.4]
     probs = np.full(k, 1.0 / k) if k != 2 else np.array([0.3, 0.7])
@@ -193,7 +176,10 @@ def perm(items: list[int], n: int, k: int, seed: int) -> None:
         space = ss.Permutations(n_items)
         r = len(space)
         centers = np.sort(np.random.default_rng(seed).choice(r, size=k, replace=False))
-        L, Y, expected = sample_large(space, centers, probs, theta, n, seed + 1)
+        prior = np.zeros(r)
+        prior[centers] = probs
+        data = make_label_matrix(n, space=space, theta=theta, prior=prior, seed=seed + 1)
+        L, Y, expected = data.L, data.Y, data.expected_sq_dist
         log(f"\n== Permutations({n_items}): r={r}, n={n:.0e}, k={k}, theta={theta} ==")
         t0 = time.perf_counter()
         lm, peak_fit = traced(lambda sp=space, L=L: quiet_fit(ss.StructuredLabelModel(

@@ -60,6 +60,9 @@ def make_label_matrix(
 ) -> SyntheticData:
     """Draw true labels from ``prior`` and LF votes from exp(-theta d^2) / Z(y).
 
+    Works for large spaces (e.g. Permutations(8)): only the rows of S for the labels in
+    the prior's support are computed.
+
     Parameters
     ----------
     n_samples : int
@@ -89,9 +92,11 @@ def make_label_matrix(
     rates = np.broadcast_to(np.asarray(abstain, dtype=np.float64), (th.shape[0],)).copy()
     y_rng, vote_rng = rng.spawn(2)  # independent streams: votes never reuse y's uniforms
     Y = y_rng.choice(r, size=n_samples, p=p)
-    S = space.squared_distance_matrix
-    L = sample_votes(S, th, Y, abstain=rates, seed=vote_rng)
-    expected = expected_sq_dist_by_label(S, th) @ p
+    # Only the support's rows of S are needed: large spaces never build the (r, r) matrix.
+    support = np.flatnonzero(p > 0)
+    L = sample_votes(space, th, Y, abstain=rates, seed=vote_rng)
+    rows = space.squared_distance_rows(support)
+    expected = expected_sq_dist_by_label(rows, th if th.ndim == 1 else th[:, support]) @ p[support]
     return SyntheticData(L, Y.astype(np.int64), space, th, p, expected, rates)
 
 

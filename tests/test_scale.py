@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 import snorkel_structured as ss
+from snorkel_structured.synthetic import make_label_matrix
 from snorkel_structured.spaces.manifolds import Hyperbolic
 from snorkel_structured.synthetic_manifold import make_manifold_data
 
@@ -105,31 +106,15 @@ def test_manifold_fit_from_chunks_and_dask_equals_one_fit(client, manifold):
     )
 
 
-def _sample_large(space, centers, probs, theta, n, seed):
-    """Votes from exp(-theta d^2) around a few centers, from the centers' rows only."""
-    rng = np.random.default_rng(seed)
-    r = len(space)
-    rows = space.dist(np.asarray(centers)[:, None], np.arange(r)[None, :]) ** 2
-    z = rng.choice(len(centers), size=n, p=probs)
-    L = np.empty((n, len(theta)), dtype=np.int64)
-    expected = np.zeros(len(theta))
-    for a, th in enumerate(theta):
-        for j in range(len(centers)):
-            p = np.exp(-th * (rows[j] - rows[j].min()))
-            p /= p.sum()
-            idx = np.flatnonzero(z == j)
-            L[idx, a] = rng.choice(r, size=idx.size, p=p)
-            expected[a] += probs[j] * (p @ rows[j])
-    return L, np.asarray(centers)[z], expected
-
-
 @pytest.fixture(scope="module")
 def s7():
     space = ss.Permutations(7)
     centers = np.array([1234, 4321])
-    L, Y, expected = _sample_large(space, centers, [0.3, 0.7], [0.3, 0.5, 0.4], 8000, seed=1)
-    lm = ss.StructuredLabelModel(space, estimator="mle", n_components=2, seed=0).fit(L)
-    return lm, L, Y, expected, centers
+    prior = np.zeros(len(space))
+    prior[centers] = [0.3, 0.7]
+    data = make_label_matrix(8000, space=space, theta=[0.3, 0.5, 0.4], prior=prior, seed=1)
+    lm = ss.StructuredLabelModel(space, estimator="mle", n_components=2, seed=0).fit(data.L)
+    return lm, data.L, data.Y, data.expected_sq_dist, centers
 
 
 def test_permutations7_end_to_end_recovers_the_truth(s7):

@@ -45,7 +45,7 @@ from scipy.special import logsumexp
 from snorkel_structured._validation import ABSTAIN, check_seed
 from snorkel_structured.estimators._stats import VoteStats
 from snorkel_structured.exceptions import ConvergenceWarning, IdentifiabilityWarning
-from snorkel_structured.spaces.finite import FiniteMetricSpace
+from snorkel_structured.spaces.finite import DENSE_MAX_LABELS, FiniteMetricSpace
 
 __all__ = ["MLEEstimate", "em_refine", "mle_estimate", "support_log_table"]
 
@@ -87,14 +87,12 @@ class MLEEstimate:
 _THETA_MAX = 50.0
 # Spaces up to this many labels use their full (r, r) squared-distance matrix; larger
 # ones (e.g. Permutations(8), r = 40,320) only ever compute rows S[idx, :] on demand.
-_DENSE_MAX = 2048
+_DENSE_MAX = DENSE_MAX_LABELS
 # The tensor start needs (r, r) pair tables and an embedding of S: small spaces only.
 _TENSOR_START_MAX = 1000
 # Candidate labels scored by the support search (all labels when r is at most this;
 # otherwise the most-voted labels): bounds the (n_patterns, n_candidates) tables.
 _MAX_CANDIDATES = 64
-# Pairs of labels per call of space.dist (bounds its temporary feature arrays).
-_DIST_BLOCK = 200_000
 
 
 class _SqDists:
@@ -131,12 +129,8 @@ class _SqDists:
             [i for i in dict.fromkeys(idx.tolist()) if i not in self._cache],
             dtype=np.int64,
         )
-        step = max(1, _DIST_BLOCK // self.r)
-        everything = np.arange(self.r)
-        for s in range(0, missing.size, step):  # blocks of rows, bounded memory
-            block = missing[s : s + step]
-            d = self.space.dist(block[:, None], everything[None, :])
-            for i, row in zip(block.tolist(), d * d, strict=True):
+        if missing.size:
+            for i, row in zip(missing.tolist(), self.space.squared_distance_rows(missing), strict=True):
                 self._cache[i] = row
         if idx.size == 0:
             return np.empty((0, self.r))

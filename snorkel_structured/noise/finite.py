@@ -182,7 +182,10 @@ def sample_votes(
 
     Parameters
     ----------
-    S : ndarray of shape (r, r)
+    S : ndarray of shape (r, r), or FiniteMetricSpace
+        Squared distances; with a space only the rows of the labels in ``y`` are
+        computed (:meth:`FiniteMetricSpace.squared_distance_rows`), so large spaces such
+        as Permutations(8) never build the (r, r) matrix.
     theta : array-like of shape (m,) or (m, r)
     y : array-like of int of shape (n,)
         True label indices.
@@ -196,12 +199,13 @@ def sample_votes(
     """
     rng = check_seed(seed)
     y = np.asarray(y)
-    r = S.shape[0]
+    r = len(S) if isinstance(S, FiniteMetricSpace) else S.shape[0]
     th = np.asarray(theta, dtype=np.float64)
     m = th.shape[0]
     labels, inverse = np.unique(y, return_inverse=True)
     if labels.size and (labels[0] < 0 or labels[-1] >= r):
         raise ValueError(f"y must hold label indices in [0, {r}); got {labels[[0, -1]]}.")
+    rows = S.squared_distance_rows(labels) if isinstance(S, FiniteMetricSpace) else S[labels]
     rates = np.broadcast_to(np.asarray(abstain, dtype=np.float64), (m,))
     if ((rates < 0) | (rates > 1)).any():
         raise ValueError(f"abstain rates must be in [0, 1]; got {rates}.")
@@ -210,7 +214,7 @@ def sample_votes(
     k = labels.size
     offsets = np.arange(k, dtype=np.float64)
     for a in range(m):  # one vectorized draw per LF (m is small)
-        logp = log_conditional_probs(S[labels], th[a : a + 1] if th.ndim == 1 else th[a : a + 1, labels])[0]
+        logp = log_conditional_probs(rows, th[a : a + 1] if th.ndim == 1 else th[a : a + 1, labels])[0]
         cdf = np.cumsum(np.exp(logp), axis=1)
         cdf /= cdf[:, -1:]
         flat = (cdf + offsets[:, None]).ravel()

@@ -14,7 +14,13 @@ import numpy as np
 
 from snorkel_structured._validation import ABSTAIN, check_distance_matrix
 
-__all__ = ["Discrete", "FiniteMetricSpace"]
+__all__ = ["DENSE_MAX_LABELS", "Discrete", "FiniteMetricSpace"]
+
+# Spaces with more labels than this compute distance rows on demand (space.dist) instead
+# of building the (r, r) matrix: S8 would need 13 GB.
+DENSE_MAX_LABELS = 2048
+# Label pairs per call of dist() when computing rows (bounds temporary arrays).
+_ROW_BLOCK = 200_000
 
 
 class FiniteMetricSpace:
@@ -142,6 +148,24 @@ class FiniteMetricSpace:
     def dist(self, i: Any, j: Any) -> np.ndarray:
         """Distance between label indices ``i`` and ``j`` (broadcast)."""
         return self.distance_matrix[np.asarray(i), np.asarray(j)]
+
+    def squared_distance_rows(self, indices: Any) -> np.ndarray:
+        """Rows ``S[indices, :]`` of the squared distances, shape (len(indices), r).
+
+        Small spaces (or ones whose matrix is already built) slice the matrix; larger
+        ones compute the rows with :meth:`dist` in blocks and never build the matrix.
+        """
+        idx = np.asarray(indices, dtype=np.int64).ravel()
+        r = len(self)
+        if r <= DENSE_MAX_LABELS or "distance_matrix" in self.__dict__:
+            return np.array(self.squared_distance_matrix[idx])
+        out = np.empty((idx.size, r))
+        step = max(1, _ROW_BLOCK // r)
+        everything = np.arange(r)
+        for start in range(0, idx.size, step):  # bounded memory per block of rows
+            d = self.dist(idx[start : start + step, None], everything[None, :])
+            out[start : start + step] = d * d
+        return out
 
     def max_triangle_violation(self) -> float:
         """Largest ``d(i, k) - d(i, j) - d(j, k)`` over all triples (<= 0 for a metric).
