@@ -36,20 +36,42 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    info = {"numpy": np.__version__, "python": platform.python_version(), "cpu": platform.processor() or platform.machine()}
+    info = {
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+        "cpu": platform.processor() or platform.machine(),
+    }
     rows = []
     for metric in ss.spaces.PERMUTATION_METRICS:
-        t, mem = timed(lambda m=metric: ss.Permutations(7, m).distance_matrix, args.repeats)
-        rows.append({"what": f"S7 {metric} distance matrix (5040 x 5040)", "seconds": t, "peak_mb": mem})
+        t, mem = timed(
+            lambda m=metric: ss.Permutations(7, m).distance_matrix, args.repeats
+        )
+        rows.append(
+            {
+                "what": f"S7 {metric} distance matrix (5040 x 5040)",
+                "seconds": t,
+                "peak_mb": mem,
+            }
+        )
     for metric in ("kendall_tau", "spearman_footrule"):
         space = ss.Permutations(7, metric)
         space.squared_distance_matrix
-        t, mem = timed(lambda s=space: ss.PseudoEuclideanEmbedding(seed=0).fit(s), args.repeats)
+        t, mem = timed(
+            lambda s=space: ss.PseudoEuclideanEmbedding(seed=0).fit(s), args.repeats
+        )
         emb = ss.PseudoEuclideanEmbedding(seed=0).fit(space)
-        rows.append({"what": f"S7 {metric} exact embedding, signature {emb.signature_}, isometry err {emb.isometry_error():.1e}", "seconds": t, "peak_mb": mem})
+        rows.append(
+            {
+                "what": f"S7 {metric} exact embedding, signature {emb.signature_}, isometry err {emb.isometry_error():.1e}",
+                "seconds": t,
+                "peak_mb": mem,
+            }
+        )
     S = ss.Permutations(4).squared_distance_matrix
     y = np.random.default_rng(0).choice(24, size=1_000_000)
-    t, mem = timed(lambda: sample_votes(S, np.array([0.6, 0.99, 0.8]), y, seed=1), args.repeats)
+    t, mem = timed(
+        lambda: sample_votes(S, np.array([0.6, 0.99, 0.8]), y, seed=1), args.repeats
+    )
     rows.append({"what": "sample 1e6 x 3 votes on S4", "seconds": t, "peak_mb": mem})
     print(f"{'measurement':<75} {'median s':>9} {'peak MB':>8}")
     for row in rows:

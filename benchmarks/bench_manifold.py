@@ -35,8 +35,12 @@ ESTIMATORS = ("triplet", "pair_sq_dist", "uws")
 
 
 def _info():
-    return {"package": ss.__version__, "numpy": np.__version__, "cpu": platform.processor()
-            or platform.machine(), "n_cpus": os.cpu_count()}
+    return {
+        "package": ss.__version__,
+        "numpy": np.__version__,
+        "cpu": platform.processor() or platform.machine(),
+        "n_cpus": os.cpu_count(),
+    }
 
 
 def _peak_mb():
@@ -70,9 +74,15 @@ def bench_hyperbolic(sizes, trials):
                 t0 = time.perf_counter()
                 lm = _fit(h, data.X, e)
                 times[e].append(time.perf_counter() - t0)
-                errs[e].append(np.nan if lm is None else abs(lm.noise_scale_[0] - theta[0]))
-        rec = {"section": "hyperbolic", "n_samples": n, "trials": trials,
-               "paper": PAPER.get(n)}
+                errs[e].append(
+                    np.nan if lm is None else abs(lm.noise_scale_[0] - theta[0])
+                )
+        rec = {
+            "section": "hyperbolic",
+            "n_samples": n,
+            "trials": trials,
+            "paper": PAPER.get(n),
+        }
         for e in ESTIMATORS:
             rec[f"median_abs_err_{e}"] = float(np.nanmedian(errs[e]))
             rec[f"failed_{e}"] = int(np.isnan(errs[e]).sum())
@@ -83,8 +93,10 @@ def bench_hyperbolic(sizes, trials):
     print("\n| n | paper (oracle) | triplet (cosh) | pair_sq_dist | UWS |")
     print("|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['n_samples']:.0e} | {r['paper']} | {r['median_abs_err_triplet']:.4f} | "
-              f"{r['median_abs_err_pair_sq_dist']:.4f} | {r['median_abs_err_uws']:.4f} |")
+        print(
+            f"| {r['n_samples']:.0e} | {r['paper']} | {r['median_abs_err_triplet']:.4f} | "
+            f"{r['median_abs_err_pair_sq_dist']:.4f} | {r['median_abs_err_uws']:.4f} |"
+        )
 
 
 def bench_recovery(n, trials):
@@ -101,24 +113,52 @@ def bench_recovery(n, trials):
         rel = {e: [] for e in ESTIMATORS}
         q = {"weighted": [], "unweighted": [], "best_lf": [], "beta_squared": []}
         for trial in range(trials):
-            data = make_manifold_data(n, space=space, noise=noise, noise_scale=scale,
-                                      abstain=0.2, seed=100 + trial)
+            data = make_manifold_data(
+                n,
+                space=space,
+                noise=noise,
+                noise_scale=scale,
+                abstain=0.2,
+                seed=100 + trial,
+            )
             for e in ESTIMATORS:
                 lm = _fit(space, data.X, e, noise)
-                rel[e].append(np.nan if lm is None else
-                              float(np.max(np.abs(lm.expected_sq_dist_ / data.expected_sq_dist - 1))))
+                rel[e].append(
+                    np.nan
+                    if lm is None
+                    else float(
+                        np.max(np.abs(lm.expected_sq_dist_ / data.expected_sq_dist - 1))
+                    )
+                )
                 if e == "triplet":
                     k = min(n, 20000)
                     Xk, Yk = data.X[:k], data.Y[:k]
                     some = ~np.isnan(Xk[..., 0]).all(axis=1)
-                    q["weighted"].append(np.mean(space.squared_dist(lm.predict(Xk)[some], Yk[some])))
-                    q["unweighted"].append(np.mean(space.squared_dist(space.frechet_mean(Xk)[some], Yk[some])))
-                    lm2 = ss.ManifoldLabelModel(space, noise=noise, weighting="beta_squared").fit(data.X)
-                    q["beta_squared"].append(np.mean(space.squared_dist(lm2.predict(Xk)[some], Yk[some])))
+                    q["weighted"].append(
+                        np.mean(space.squared_dist(lm.predict(Xk)[some], Yk[some]))
+                    )
+                    q["unweighted"].append(
+                        np.mean(
+                            space.squared_dist(space.frechet_mean(Xk)[some], Yk[some])
+                        )
+                    )
+                    lm2 = ss.ManifoldLabelModel(
+                        space, noise=noise, weighting="beta_squared"
+                    ).fit(data.X)
+                    q["beta_squared"].append(
+                        np.mean(space.squared_dist(lm2.predict(Xk)[some], Yk[some]))
+                    )
                     per_lf = np.nanmean(space.squared_dist(Xk, Yk[:, None, :]), axis=0)
                     q["best_lf"].append(float(np.min(per_lf)))
-        rec = {"section": "recovery", "space": repr(space), "noise": noise, "n_samples": n,
-               "n_lfs": len(scale), "abstain": 0.2, "trials": trials}
+        rec = {
+            "section": "recovery",
+            "space": repr(space),
+            "noise": noise,
+            "n_samples": n,
+            "n_lfs": len(scale),
+            "abstain": 0.2,
+            "trials": trials,
+        }
         for e in ESTIMATORS:
             rec[f"max_rel_err_{e}"] = float(np.nanmedian(rel[e]))
         for k, v in q.items():
@@ -126,13 +166,17 @@ def bench_recovery(n, trials):
         rec["peak_rss_mb"] = _peak_mb()
         _emit(rec)
         rows.append(rec)
-    print("\n| space | noise | triplet | pair_sq_dist | UWS | MSE weighted | beta^2 | unweighted | best LF |")
+    print(
+        "\n| space | noise | triplet | pair_sq_dist | UWS | MSE weighted | beta^2 | unweighted | best LF |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['space']} | {r['noise']} | {r['max_rel_err_triplet']:.2%} | "
-              f"{r['max_rel_err_pair_sq_dist']:.2%} | {r['max_rel_err_uws']:.2%} | "
-              f"{r['pseudolabel_mse_weighted']:.4f} | {r['pseudolabel_mse_beta_squared']:.4f} | "
-              f"{r['pseudolabel_mse_unweighted']:.4f} | {r['pseudolabel_mse_best_lf']:.4f} |")
+        print(
+            f"| {r['space']} | {r['noise']} | {r['max_rel_err_triplet']:.2%} | "
+            f"{r['max_rel_err_pair_sq_dist']:.2%} | {r['max_rel_err_uws']:.2%} | "
+            f"{r['pseudolabel_mse_weighted']:.4f} | {r['pseudolabel_mse_beta_squared']:.4f} | "
+            f"{r['pseudolabel_mse_unweighted']:.4f} | {r['pseudolabel_mse_best_lf']:.4f} |"
+        )
 
 
 def bench_speed(n, repeats):
@@ -151,17 +195,32 @@ def bench_speed(n, repeats):
             warnings.simplefilter("ignore")
             ss.ManifoldLabelModel(h).fit(data.X).predict(data.X[:100000])
         pred = time.perf_counter() - t0
-        _emit({"section": "speed", "estimator": e, "n_samples": n, "n_lfs": 3,
-               "median_fit_s": float(np.median(ts)), "runs": ts, "fit_plus_predict_1e5_s": pred,
-               "peak_rss_mb": _peak_mb()})
+        _emit(
+            {
+                "section": "speed",
+                "estimator": e,
+                "n_samples": n,
+                "n_lfs": 3,
+                "median_fit_s": float(np.median(ts)),
+                "runs": ts,
+                "fit_plus_predict_1e5_s": pred,
+                "peak_rss_mb": _peak_mb(),
+            }
+        )
         print(f"| {e} | {n:.0e} | {np.median(ts):.3f} | {repeats} |")
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--sections", nargs="+", default=["hyperbolic", "recovery", "speed"],
-                   choices=["hyperbolic", "recovery", "speed"])
-    p.add_argument("--sizes", nargs="+", type=int, default=[100, 1000, 10000, 100000, 1000000])
+    p.add_argument(
+        "--sections",
+        nargs="+",
+        default=["hyperbolic", "recovery", "speed"],
+        choices=["hyperbolic", "recovery", "speed"],
+    )
+    p.add_argument(
+        "--sizes", nargs="+", type=int, default=[100, 1000, 10000, 100000, 1000000]
+    )
     p.add_argument("--trials", type=int, default=10)
     p.add_argument("--recovery-n", type=int, default=100000)
     p.add_argument("--recovery-trials", type=int, default=3)
@@ -171,7 +230,13 @@ def main(argv=None):
     a = p.parse_args(argv)
     if a.quick:
         a.sizes, a.trials, a.recovery_n, a.recovery_trials, a.speed_n, a.repeats = (
-            [100, 1000], 3, 5000, 1, 50000, 2)
+            [100, 1000],
+            3,
+            5000,
+            1,
+            50000,
+            2,
+        )
     if "hyperbolic" in a.sections:
         bench_hyperbolic(a.sizes, a.trials)
     if "recovery" in a.sections:

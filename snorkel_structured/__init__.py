@@ -5,25 +5,24 @@ manifolds (Euclidean, spherical, hyperbolic), following Vishwakarma, Roberts and
 "Lifting Weak Supervision To Structured Prediction" (NeurIPS 2022).
 """
 
+from snorkel_structured import aggregators, synthetic
 from snorkel_structured._validation import ABSTAIN
 from snorkel_structured.embedding import PseudoEuclideanEmbedding
-from snorkel_structured.end_model.structured import KernelStructuredPredictor
 from snorkel_structured.end_model.manifold import KernelManifoldRegressor
-from snorkel_structured.label_model.manifold import ManifoldLabelModel
-from snorkel_structured.noise.manifold import RiemannianGaussian, WrappedNormal
-from snorkel_structured.spaces.manifolds import Euclidean, Hyperbolic, ProductManifold, Sphere
+from snorkel_structured.end_model.structured import KernelStructuredPredictor
 from snorkel_structured.estimators import VoteStats
-from snorkel_structured.label_model import (
-    AggregatingVoter,
-    ManifoldMeanVoter,
-    StructuredLabelModel,
-)
 from snorkel_structured.exceptions import (
     ConvergenceWarning,
     IdentifiabilityWarning,
     IllConditionedWarning,
     NotFittedError,
 )
+from snorkel_structured.label_model import (
+    AggregatingVoter,
+    ManifoldMeanVoter,
+    StructuredLabelModel,
+)
+from snorkel_structured.label_model.manifold import ManifoldLabelModel
 from snorkel_structured.labeling import (
     ManifoldDaskApplier,
     ManifoldLabelingFunction,
@@ -35,9 +34,20 @@ from snorkel_structured.labeling import (
     structured_labeling_function,
 )
 from snorkel_structured.noise import FiniteNoiseModel
+from snorkel_structured.noise.manifold import RiemannianGaussian, WrappedNormal
 from snorkel_structured.noise_aware import NoiseMatrix, loss_weights, noise_matrix
-from snorkel_structured.spaces import Discrete, FiniteMetricSpace, GraphSpace, Permutations
-from snorkel_structured import aggregators, synthetic
+from snorkel_structured.spaces import (
+    Discrete,
+    FiniteMetricSpace,
+    GraphSpace,
+    Permutations,
+)
+from snorkel_structured.spaces.manifolds import (
+    Euclidean,
+    Hyperbolic,
+    ProductManifold,
+    Sphere,
+)
 
 __version__ = "0.1.0"
 

@@ -75,7 +75,9 @@ def reduce_stats(data: Any, to_stats: Callable[[np.ndarray], T]) -> T:
             raise ValueError("the Dask collection has no partitions.")
         while len(parts) > 1:  # tree reduction: statistics are added on the workers
             parts = [
-                dask.delayed(_add)(*parts[i : i + 2]) if i + 1 < len(parts) else parts[i]
+                dask.delayed(_add)(*parts[i : i + 2])
+                if i + 1 < len(parts)
+                else parts[i]
                 for i in range(0, len(parts), 2)
             ]
         return dask.compute(parts[0])[0]
@@ -99,7 +101,10 @@ def _iter_chunks(data: Iterable[Any]) -> Iterable[Any]:
 
 
 def map_partitions_to_array(
-    data: Any, fn: Callable[[np.ndarray], np.ndarray], trailing_shape: tuple[int, ...], dtype: Any
+    data: Any,
+    fn: Callable[[np.ndarray], np.ndarray],
+    trailing_shape: tuple[int, ...],
+    dtype: Any,
 ) -> Any:
     """Apply a row-wise ``fn`` partition by partition, lazily: a Dask array of results.
 
@@ -112,12 +117,18 @@ def map_partitions_to_array(
     if isinstance(data, dd.DataFrame):
         data = data.to_dask_array(lengths=True)
     if not isinstance(data, da.Array):
-        raise TypeError(f"expected a Dask array or DataFrame; got {type(data).__name__}.")
+        raise TypeError(
+            f"expected a Dask array or DataFrame; got {type(data).__name__}."
+        )
     whole = {axis: -1 for axis in range(1, data.ndim)}
     data = data.rechunk(whole)
     chunks = (data.chunks[0], *((s,) for s in trailing_shape))
     drop = tuple(range(1, data.ndim)) if data.ndim > 1 + len(trailing_shape) else ()
-    new_axis = tuple(range(data.ndim, 1 + len(trailing_shape))) if data.ndim < 1 + len(trailing_shape) else ()
+    new_axis = (
+        tuple(range(data.ndim, 1 + len(trailing_shape)))
+        if data.ndim < 1 + len(trailing_shape)
+        else ()
+    )
     return data.map_blocks(
         lambda block: fn(np.asarray(block)),
         chunks=chunks,

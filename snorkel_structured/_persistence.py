@@ -20,7 +20,11 @@ class PersistenceMixin:
         from snorkel_structured import __version__
 
         state = dict(self.__dict__)
-        state["_snorkel_structured_format"] = (_FORMAT, type(self).__name__, __version__)
+        state["_snorkel_structured_format"] = (
+            _FORMAT,
+            type(self).__name__,
+            __version__,
+        )
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:

@@ -37,7 +37,9 @@ def check_seed(seed: None | int | np.random.Generator) -> np.random.Generator:
     """
     if isinstance(seed, np.random.Generator):
         return seed
-    if seed is None or (isinstance(seed, numbers.Integral) and not isinstance(seed, bool)):
+    if seed is None or (
+        isinstance(seed, numbers.Integral) and not isinstance(seed, bool)
+    ):
         if seed is not None and int(seed) < 0:
             raise ValueError(f"seed must be a non-negative int; got {seed!r}.")
         return np.random.default_rng(seed)
@@ -101,7 +103,9 @@ def check_distance_matrix(
     if D.ndim != 2 or D.shape[0] != D.shape[1]:
         raise ValueError(f"{name} must be a square (r, r) matrix; got shape {D.shape}.")
     if D.shape[0] == 0:
-        raise ValueError(f"{name} must describe at least one item; got shape {D.shape}.")
+        raise ValueError(
+            f"{name} must describe at least one item; got shape {D.shape}."
+        )
     bad = ~np.isfinite(D)
     if bad.any():
         raise ValueError(
@@ -157,7 +161,11 @@ def check_label_matrix(
         L = L.to_numpy()
     arr = np.asarray(L)
     if arr.ndim != 2:
-        hint = " Reshape a single LF's votes with L.reshape(-1, 1)." if arr.ndim == 1 else ""
+        hint = (
+            " Reshape a single LF's votes with L.reshape(-1, 1)."
+            if arr.ndim == 1
+            else ""
+        )
         raise ValueError(
             f"{name} must be a 2-D (n_samples, n_lfs) array; got shape {arr.shape}.{hint}"
         )
@@ -191,7 +199,11 @@ def check_label_matrix(
     bad = (out < ABSTAIN) | (out >= high)
     if bad.any():
         idx = _first_index(bad)
-        rng_txt = "-1 (abstain) or >= 0" if n_labels is None else f"-1 (abstain) or in [0, {n_labels})"
+        rng_txt = (
+            "-1 (abstain) or >= 0"
+            if n_labels is None
+            else f"-1 (abstain) or in [0, {n_labels})"
+        )
         raise ValueError(
             f"{name} holds a label index outside the label space: entry {idx} is "
             f"{out[idx]}; votes must be {rng_txt}."
@@ -199,7 +211,9 @@ def check_label_matrix(
     return out
 
 
-def check_is_fitted(estimator: Any, attributes: Sequence[str] | str | None = None) -> None:
+def check_is_fitted(
+    estimator: Any, attributes: Sequence[str] | str | None = None
+) -> None:
     """Raise ``NotFittedError`` unless ``estimator`` has its fitted attributes.
 
     Without ``attributes``, any public attribute whose name ends in ``_`` counts.
@@ -209,9 +223,7 @@ def check_is_fitted(estimator: Any, attributes: Sequence[str] | str | None = Non
     if attributes is not None:
         fitted = all(hasattr(estimator, a) for a in attributes)
     else:
-        fitted = any(
-            k.endswith("_") and not k.startswith("_") for k in vars(estimator)
-        )
+        fitted = any(k.endswith("_") and not k.startswith("_") for k in vars(estimator))
     if not fitted:
         raise NotFittedError(
             f"This {type(estimator).__name__} instance is not fitted yet. Call 'fit' "
@@ -266,10 +278,16 @@ def check_points(
     partial = (n_nan > 0) & ~absent
     if partial.any() or (absent.any() and not allow_nan):
         bad = partial if partial.any() else absent
-        fix = "Use a full row of NaN for an abstain." if allow_nan else "Remove NaN points."
+        fix = (
+            "Use a full row of NaN for an abstain."
+            if allow_nan
+            else "Remove NaN points."
+        )
         raise ValueError(f"{name} has NaN coordinates at {where(bad)}. {fix}")
     if np.isinf(arr).any():
-        raise ValueError(f"{name} has infinite coordinates at {where(np.isinf(arr).any(-1))}.")
+        raise ValueError(
+            f"{name} has infinite coordinates at {where(np.isinf(arr).any(-1))}."
+        )
     present = ~absent
     with np.errstate(invalid="ignore"):
         ok = space.belongs(arr, atol=atol)  # False on absent (NaN) points

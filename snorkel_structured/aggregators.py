@@ -80,7 +80,9 @@ def frechet_mean(L: Any, space: FiniteMetricSpace, weights: Any = None) -> np.nd
     Ties go to the lowest label index.
     """
     L = check_label_matrix(L, n_labels=len(space))
-    return _argmin_cost(L, space.squared_distance_matrix, _weights(weights, L.shape[1]), False)
+    return _argmin_cost(
+        L, space.squared_distance_matrix, _weights(weights, L.shape[1]), False
+    )
 
 
 def kemeny(L: Any, space: FiniteMetricSpace, weights: Any = None) -> np.ndarray:
@@ -106,7 +108,9 @@ def kemeny(L: Any, space: FiniteMetricSpace, weights: Any = None) -> np.ndarray:
 def medoid(L: Any, space: FiniteMetricSpace, weights: Any = None) -> np.ndarray:
     """The vote of the row closest to the others: argmin over the row's votes of sum w d^2."""
     L = check_label_matrix(L, n_labels=len(space))
-    return _argmin_cost(L, space.squared_distance_matrix, _weights(weights, L.shape[1]), True)
+    return _argmin_cost(
+        L, space.squared_distance_matrix, _weights(weights, L.shape[1]), True
+    )
 
 
 def majority_vote(

@@ -41,7 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     pred = lm.predict(data.L)
     acc = float(np.mean(pred == data.Y))
     majority = float(np.mean(data.L[:, 1] == data.Y))
-    print(f"\nPseudolabel accuracy (exact ranking): {acc:.3f}; best single LF: {majority:.3f}")
+    print(
+        f"\nPseudolabel accuracy (exact ranking): {acc:.3f}; best single LF: {majority:.3f}"
+    )
     return 0
 
 

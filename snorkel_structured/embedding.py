@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 import scipy.sparse.linalg as spla
-
 from sklearn.base import BaseEstimator
 
 from snorkel_structured._validation import (
@@ -188,7 +187,9 @@ class PseudoEuclideanEmbedding(BaseEstimator):
         """Coordinates of label indices, shape ``indices.shape + (d,)``."""
         check_is_fitted(self, "coords_")
         idx = np.asarray(indices)
-        if idx.dtype.kind not in "iu" or (idx.size and (idx.min() < 0 or idx.max() >= self.n_labels_)):
+        if idx.dtype.kind not in "iu" or (
+            idx.size and (idx.min() < 0 or idx.max() >= self.n_labels_)
+        ):
             raise ValueError(
                 f"indices must be integers in [0, {self.n_labels_}); got "
                 f"{idx.dtype} values in [{idx.min() if idx.size else ''}, "
@@ -220,6 +221,7 @@ class PseudoEuclideanEmbedding(BaseEstimator):
         worst = 0.0
         for start in range(0, r, step):  # bounded memory for large spaces
             rows = np.arange(start, min(r, start + step))
-            worst = max(worst, float(np.abs(self.embedded_sq_dists(rows) - S[rows]).max()))
+            worst = max(
+                worst, float(np.abs(self.embedded_sq_dists(rows) - S[rows]).max())
+            )
         return worst / scale
-

@@ -88,15 +88,24 @@ def make_label_matrix(
     p = p / p.sum()
     th = np.asarray(theta, dtype=np.float64)
     if th.ndim not in (1, 2) or (th.ndim == 2 and th.shape[1] != r):
-        raise ValueError(f"theta must have shape (n_lfs,) or (n_lfs, {r}); got {th.shape}.")
-    rates = np.broadcast_to(np.asarray(abstain, dtype=np.float64), (th.shape[0],)).copy()
-    y_rng, vote_rng = rng.spawn(2)  # independent streams: votes never reuse y's uniforms
+        raise ValueError(
+            f"theta must have shape (n_lfs,) or (n_lfs, {r}); got {th.shape}."
+        )
+    rates = np.broadcast_to(
+        np.asarray(abstain, dtype=np.float64), (th.shape[0],)
+    ).copy()
+    y_rng, vote_rng = rng.spawn(
+        2
+    )  # independent streams: votes never reuse y's uniforms
     Y = y_rng.choice(r, size=n_samples, p=p)
     # Only the support's rows of S are needed: large spaces never build the (r, r) matrix.
     support = np.flatnonzero(p > 0)
     L = sample_votes(space, th, Y, abstain=rates, seed=vote_rng)
     rows = space.squared_distance_rows(support)
-    expected = expected_sq_dist_by_label(rows, th if th.ndim == 1 else th[:, support]) @ p[support]
+    expected = (
+        expected_sq_dist_by_label(rows, th if th.ndim == 1 else th[:, support])
+        @ p[support]
+    )
     return SyntheticData(L, Y.astype(np.int64), space, th, p, expected, rates)
 
 
@@ -145,7 +154,9 @@ def make_ranking_data(
     space = Permutations(n_items, metric)
     center_rng, data_rng = rng.spawn(2)
     if centers is None:
-        n_centers = check_scalar(n_centers, "n_centers", kind="int", low=1, high=len(space))
+        n_centers = check_scalar(
+            n_centers, "n_centers", kind="int", low=1, high=len(space)
+        )
         centers = center_rng.choice(len(space), size=n_centers, replace=False)
     centers = np.asarray(centers, dtype=np.int64)
     probs = np.asarray(center_probs, dtype=np.float64)

@@ -17,10 +17,16 @@ def test_kemeny_on_four_items_matches_brute_force(rng):
     perms = list(itertools.permutations(range(4)))
 
     def kendall(p, q):
-        return sum((p[i] - p[j]) * (q[i] - q[j]) < 0 for i, j in itertools.combinations(range(4), 2))
+        return sum(
+            (p[i] - p[j]) * (q[i] - q[j]) < 0
+            for i, j in itertools.combinations(range(4), 2)
+        )
 
     for row, label in zip(L[1:40], got[1:40]):
-        costs = [sum(w[a] * kendall(p, perms[v]) for a, v in enumerate(row) if v >= 0) for p in perms]
+        costs = [
+            sum(w[a] * kendall(p, perms[v]) for a, v in enumerate(row) if v >= 0)
+            for p in perms
+        ]
         assert costs[label] == pytest.approx(min(costs))
         assert label == int(np.argmin(costs))  # ties go to the lowest index
 
@@ -38,7 +44,9 @@ def test_frechet_mean_and_medoid_by_hand():
 def test_majority_vote():
     L = np.array([[1, 1, 0], [2, -1, 2], [-1, -1, -1], [0, 1, 2]])
     np.testing.assert_array_equal(majority_vote(L, 3), [1, 2, -1, 0])
-    draws = {int(majority_vote(L[3:], 3, tie_break="random", seed=s)[0]) for s in range(30)}
+    draws = {
+        int(majority_vote(L[3:], 3, tie_break="random", seed=s)[0]) for s in range(30)
+    }
     assert draws == {0, 1, 2}
     with pytest.raises(ValueError, match="tie_break"):
         majority_vote(L, 3, tie_break="first")

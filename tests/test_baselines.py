@@ -16,21 +16,35 @@ def test_aggregating_voter_matches_functions_and_scores():
     scores = voter.score(data.L, data.Y)
     ok = pred != -1
     assert scores["accuracy"] == pytest.approx(np.mean(pred == data.Y))
-    assert scores["mean_distance"] == pytest.approx(data.space.distance_matrix[pred[ok], data.Y[ok]].mean())
+    assert scores["mean_distance"] == pytest.approx(
+        data.space.distance_matrix[pred[ok], data.Y[ok]].mean()
+    )
 
 
 def test_weighted_frechet_mean_with_label_model_weights_beats_unweighted():
     # theta = [0, 0, 1]: weighting by the estimated theta ignores the two noise LFs.
     data = make_ranking_data(3_000, theta=(0.0, 0.0, 1.0), seed=1)
-    lm = ss.StructuredLabelModel(data.space, estimator="mle", seed=0).fit(data.L, progress_bar=False)
-    plain = AggregatingVoter(data.space, method="frechet_mean").fit(data.L).score(data.L, data.Y)
-    weighted = AggregatingVoter(data.space, method="frechet_mean", weights=lm.theta_).fit(data.L).score(data.L, data.Y)
+    lm = ss.StructuredLabelModel(data.space, estimator="mle", seed=0).fit(
+        data.L, progress_bar=False
+    )
+    plain = (
+        AggregatingVoter(data.space, method="frechet_mean")
+        .fit(data.L)
+        .score(data.L, data.Y)
+    )
+    weighted = (
+        AggregatingVoter(data.space, method="frechet_mean", weights=lm.theta_)
+        .fit(data.L)
+        .score(data.L, data.Y)
+    )
     assert weighted["mean_sq_distance"] < plain["mean_sq_distance"]
 
 
 def test_manifold_mean_voter_uws_exact_in_euclidean():
     space = ss.Euclidean(3)
-    data = make_manifold_data(20_000, space=space, noise_scale=[0.1, 0.4, 1.6], abstain=0.1, seed=2)
+    data = make_manifold_data(
+        20_000, space=space, noise_scale=[0.1, 0.4, 1.6], abstain=0.1, seed=2
+    )
     voter = ManifoldMeanVoter(space).fit(data.X)
     pred = voter.predict(data.X)
     # unweighted Euclidean Frechet mean = plain average of the LFs that voted
@@ -42,9 +56,13 @@ def test_manifold_mean_voter_uws_exact_in_euclidean():
     assert better["mean_sq_distance"] < voter.score(data.X, data.Y)["mean_sq_distance"]
     # UWS is exact in Euclidean space (additive squared distances): with n = 2e5 and
     # these scales the sampling standard error of each estimate is below 0.004.
-    exact = make_manifold_data(200_000, space=space, noise_scale=[0.1, 0.2, 0.4], seed=3)
+    exact = make_manifold_data(
+        200_000, space=space, noise_scale=[0.1, 0.2, 0.4], seed=3
+    )
     uws = ss.ManifoldLabelModel(space, estimator="uws").fit(exact.X)
-    np.testing.assert_allclose(uws.expected_sq_dist_, exact.expected_sq_dist, atol=0.015)
+    np.testing.assert_allclose(
+        uws.expected_sq_dist_, exact.expected_sq_dist, atol=0.015
+    )
 
 
 def test_baseline_errors():
@@ -57,4 +75,6 @@ def test_baseline_errors():
     with pytest.raises(ss.NotFittedError):
         AggregatingVoter(space).predict(np.zeros((2, 3), int))
     with pytest.raises(ValueError, match="weights"):
-        ManifoldMeanVoter(ss.Euclidean(2), weights=[1.0]).fit(np.zeros((3, 3, 2))).predict(np.zeros((3, 3, 2)))
+        ManifoldMeanVoter(ss.Euclidean(2), weights=[1.0]).fit(
+            np.zeros((3, 3, 2))
+        ).predict(np.zeros((3, 3, 2)))

@@ -6,7 +6,11 @@ import pandas as pd
 import pytest
 
 import snorkel_structured as ss
-from snorkel_structured._chunks import is_dask_collection, map_partitions_to_array, reduce_stats
+from snorkel_structured._chunks import (
+    is_dask_collection,
+    map_partitions_to_array,
+    reduce_stats,
+)
 from snorkel_structured.synthetic import make_ranking_data
 
 
@@ -33,7 +37,11 @@ def test_dask_array_and_dataframe_reduce(data):
     whole = stats_of(data.L)
     arr = da.from_array(data.L, chunks=(700, 2))  # chunked across columns too
     frame = dd.from_pandas(pd.DataFrame(data.L, columns=["a", "b", "c"]), npartitions=4)
-    assert is_dask_collection(arr) and is_dask_collection(frame) and not is_dask_collection(data.L)
+    assert (
+        is_dask_collection(arr)
+        and is_dask_collection(frame)
+        and not is_dask_collection(data.L)
+    )
     with dask.config.set(scheduler="synchronous"):
         for coll in (arr, frame):
             total = reduce_stats(coll, stats_of)
@@ -43,7 +51,12 @@ def test_dask_array_and_dataframe_reduce(data):
 
 def test_map_partitions_to_array(data):
     arr = da.from_array(data.L, chunks=(1000, 3))
-    out = map_partitions_to_array(arr, lambda b: (b == -1).sum(axis=1, keepdims=True) * np.ones((1, 2)), (2,), float)
+    out = map_partitions_to_array(
+        arr,
+        lambda b: (b == -1).sum(axis=1, keepdims=True) * np.ones((1, 2)),
+        (2,),
+        float,
+    )
     with dask.config.set(scheduler="synchronous"):
         got = out.compute()
     np.testing.assert_array_equal(got[:, 0], (data.L == -1).sum(axis=1))

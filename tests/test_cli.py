@@ -9,7 +9,22 @@ from snorkel_structured.experiments import cli
 
 @pytest.mark.parametrize("experiment", cli.EXPERIMENTS)
 def test_reproduce_tiny_grid_writes_csv_png_and_table(experiment, tmp_path, capsys):
-    assert cli.main(["reproduce", experiment, "--sizes", "400", "--seeds", "0-1", "--out", str(tmp_path), "--no-progress"]) == 0
+    assert (
+        cli.main(
+            [
+                "reproduce",
+                experiment,
+                "--sizes",
+                "400",
+                "--seeds",
+                "0-1",
+                "--out",
+                str(tmp_path),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     table = pd.read_csv(tmp_path / f"{experiment}.csv")
     assert set(table.seed) == {0, 1} and set(table.n) == {400}
     value = "abs_error" if "abs_error" in table else "accuracy"
@@ -21,7 +36,15 @@ def test_reproduce_tiny_grid_writes_csv_png_and_table(experiment, tmp_path, caps
 
 
 def test_seeds_are_repeatable(tmp_path):
-    args = ["reproduce", "ranking-recovery", "--sizes", "300", "--seeds", "3", "--no-progress"]
+    args = [
+        "reproduce",
+        "ranking-recovery",
+        "--sizes",
+        "300",
+        "--seeds",
+        "3",
+        "--no-progress",
+    ]
     cli.main([*args, "--out", str(tmp_path / "a")])
     cli.main([*args, "--out", str(tmp_path / "b")])
     a = pd.read_csv(tmp_path / "a" / "ranking-recovery.csv").drop(columns="fit_seconds")
@@ -36,5 +59,9 @@ def test_parse_seeds_and_help(capsys):
     text = capsys.readouterr().out
     assert "--quick" in text and "ranking-recovery" in text
     # the module entry point, as a user runs it
-    bad = subprocess.run([sys.executable, "-m", "snorkel_structured", "reproduce", "nonsense"], capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "snorkel_structured", "reproduce", "nonsense"],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and "invalid choice" in bad.stderr

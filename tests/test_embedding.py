@@ -42,7 +42,11 @@ def test_isometry_on_built_in_spaces(space):
     X, s = emb.coords_, emb.signs_
     i, j = np.triu_indices(len(space), 1)
     d2 = ss.embedding.pseudo_sq_dist(X[i], X[j], s)
-    np.testing.assert_allclose(d2, space.squared_distance_matrix[i, j], atol=1e-9 * space.squared_distance_matrix.max())
+    np.testing.assert_allclose(
+        d2,
+        space.squared_distance_matrix[i, j],
+        atol=1e-9 * space.squared_distance_matrix.max(),
+    )
 
 
 def test_s4_kendall_signature():
@@ -68,7 +72,13 @@ def random_points_sq_dists(draw_pts):
 
 
 @settings(max_examples=25, deadline=None)
-@given(arrays(np.float64, st.tuples(st.integers(2, 12), st.integers(1, 4)), elements=st.floats(-10, 10)))
+@given(
+    arrays(
+        np.float64,
+        st.tuples(st.integers(2, 12), st.integers(1, 4)),
+        elements=st.floats(-10, 10),
+    )
+)
 def test_isometry_on_random_euclidean_metrics(points):
     S = random_points_sq_dists(points)
     if S.max() == 0:
@@ -113,14 +123,20 @@ def test_large_space_low_rank_path_is_exact():
     assert emb.isometry_error() < 1e-9
     trunc = ss.PseudoEuclideanEmbedding(dim=10, seed=0).fit(space)
     assert sum(trunc.signature_) == 10
-    np.testing.assert_allclose(np.sort(np.abs(trunc.eigenvalues_)), np.sort(np.abs(emb.eigenvalues_))[-10:], rtol=1e-8)
+    np.testing.assert_allclose(
+        np.sort(np.abs(trunc.eigenvalues_)),
+        np.sort(np.abs(emb.eigenvalues_))[-10:],
+        rtol=1e-8,
+    )
 
 
 def test_transform_and_sq_dist():
     space = ss.Permutations(4)
     emb = ss.PseudoEuclideanEmbedding().fit(space)
     u, v = emb.transform([0, 5]), emb.transform([23, 7])
-    np.testing.assert_allclose(emb.sq_dist(u, v), space.squared_distance_matrix[[0, 5], [23, 7]])
+    np.testing.assert_allclose(
+        emb.sq_dist(u, v), space.squared_distance_matrix[[0, 5], [23, 7]]
+    )
     with pytest.raises(ValueError, match="indices"):
         emb.transform([24])
     with pytest.raises(ss.NotFittedError):

@@ -13,7 +13,9 @@ from snorkel_structured.synthetic_manifold import make_manifold_data
 
 RANKS = make_ranking_data(2_000, seed=0, abstain=0.1)
 SPHERE = ss.Sphere(2)
-POINTS = make_manifold_data(2_000, space=SPHERE, noise_scale=[0.05, 0.1, 0.2], abstain=0.1, seed=1)
+POINTS = make_manifold_data(
+    2_000, space=SPHERE, noise_scale=[0.05, 0.1, 0.2], abstain=0.1, seed=1
+)
 FEATURES = np.random.default_rng(2).normal(size=(2_000, 4))
 
 
@@ -29,16 +31,22 @@ def _fit_args(name):
 
 def _make(name, **params):
     return {
-        "structured_lm": lambda: ss.StructuredLabelModel(RANKS.space, estimator="mle", seed=0, **params),
+        "structured_lm": lambda: ss.StructuredLabelModel(
+            RANKS.space, estimator="mle", seed=0, **params
+        ),
         "manifold_lm": lambda: ss.ManifoldLabelModel(SPHERE, seed=0, **params),
-        "kernel_structured": lambda: ss.KernelStructuredPredictor(RANKS.space, **params),
+        "kernel_structured": lambda: ss.KernelStructuredPredictor(
+            RANKS.space, **params
+        ),
         "kernel_manifold": lambda: ss.KernelManifoldRegressor(SPHERE, **params),
         "embedding": lambda: ss.PseudoEuclideanEmbedding(seed=0, **params),
     }[name]()
 
 
 def _fitted_state(est):
-    return {k: v for k, v in vars(est).items() if k.endswith("_") and not k.startswith("_")}
+    return {
+        k: v for k, v in vars(est).items() if k.endswith("_") and not k.startswith("_")
+    }
 
 
 def _assert_equal(x, y, key):
@@ -58,7 +66,13 @@ def _assert_same(a, b):
         _assert_equal(a[key], b[key], key)
 
 
-NAMES = ["structured_lm", "manifold_lm", "kernel_structured", "kernel_manifold", "embedding"]
+NAMES = [
+    "structured_lm",
+    "manifold_lm",
+    "kernel_structured",
+    "kernel_manifold",
+    "embedding",
+]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -83,7 +97,9 @@ def test_fit_returns_self_refits_identically_and_does_not_mutate(name):
             np.testing.assert_array_equal(a, b)  # inputs untouched
     state = _fitted_state(est)
     assert state
-    _assert_same(state, _fitted_state(_make(name).fit(*args)))  # int seed: identical refits
+    _assert_same(
+        state, _fitted_state(_make(name).fit(*args))
+    )  # int seed: identical refits
     _assert_same(state, _fitted_state(pickle.loads(pickle.dumps(est))))
 
 

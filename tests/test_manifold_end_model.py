@@ -2,7 +2,12 @@ import numpy as np
 import pytest
 
 from snorkel_structured import (
-    Euclidean, Hyperbolic, KernelManifoldRegressor, ManifoldLabelModel, NotFittedError, Sphere,
+    Euclidean,
+    Hyperbolic,
+    KernelManifoldRegressor,
+    ManifoldLabelModel,
+    NotFittedError,
+    Sphere,
     WrappedNormal,
 )
 
@@ -13,7 +18,9 @@ def _data(space, n, rng):
         Y = space.projection(np.c_[F, np.ones(n)])
     else:
         Y = space.exp(np.c_[np.zeros(n), 0.7 * F], np.tile(space.origin, (n, 1)))
-    X = WrappedNormal(space).sample(np.repeat(Y[:, None], 3, axis=1), [0.02, 0.1, 0.4], seed=rng)
+    X = WrappedNormal(space).sample(
+        np.repeat(Y[:, None], 3, axis=1), [0.02, 0.1, 0.4], seed=rng
+    )
     return F, Y, X
 
 
@@ -35,9 +42,16 @@ def test_euclidean_clean_labels_with_positive_weights_matches_kernel_average(rng
     F = rng.normal(size=(40, 1))
     Y = np.sin(F)
     m = KernelManifoldRegressor(e, kernel="linear", nu=1.0).fit(F, Y)
-    from snorkel_structured.end_model._kernels import kernel_matrix, ridge_factor, ridge_weights
+    from snorkel_structured.end_model._kernels import (
+        kernel_matrix,
+        ridge_factor,
+        ridge_weights,
+    )
 
-    a = ridge_weights(ridge_factor(kernel_matrix(F, F, "linear", 1.0), 1.0), kernel_matrix(F, F[:3], "linear", 1.0)).T
+    a = ridge_weights(
+        ridge_factor(kernel_matrix(F, F, "linear", 1.0), 1.0),
+        kernel_matrix(F, F[:3], "linear", 1.0),
+    ).T
     a = np.maximum(a, 0)
     np.testing.assert_allclose(m.predict(F[:3])[:, 0], (a @ Y[:, 0]) / a.sum(1))
 
@@ -47,7 +61,9 @@ def test_end_model_validation(rng):
     F, Y, X = _data(s, 30, rng)
     with pytest.raises(NotFittedError):
         KernelManifoldRegressor(s).predict(F)
-    with pytest.raises(ValueError, match="label_model must be a fitted ManifoldLabelModel"):
+    with pytest.raises(
+        ValueError, match="label_model must be a fitted ManifoldLabelModel"
+    ):
         KernelManifoldRegressor(s).fit(F, X)
     with pytest.raises(ValueError, match="label_model must be None"):
         KernelManifoldRegressor(s).fit(F, Y, ManifoldLabelModel(s).fit(X))

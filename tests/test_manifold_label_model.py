@@ -3,7 +3,12 @@ import pytest
 from sklearn.base import clone
 
 from snorkel_structured import (
-    Euclidean, Hyperbolic, ManifoldLabelModel, NotFittedError, ProductManifold, Sphere,
+    Euclidean,
+    Hyperbolic,
+    ManifoldLabelModel,
+    NotFittedError,
+    ProductManifold,
+    Sphere,
 )
 from snorkel_structured.synthetic_manifold import make_manifold_data
 
@@ -18,7 +23,9 @@ SETTINGS = [
 @pytest.mark.parametrize("space,noise,scale", SETTINGS, ids=repr)
 @pytest.mark.parametrize("estimator", ["triplet", "pair_sq_dist"])
 def test_recovery_with_abstains_and_pseudolabels(space, noise, scale, estimator):
-    d = make_manifold_data(30000, space=space, noise=noise, noise_scale=scale, abstain=0.2, seed=0)
+    d = make_manifold_data(
+        30000, space=space, noise=noise, noise_scale=scale, abstain=0.2, seed=0
+    )
     lm = ManifoldLabelModel(space, estimator=estimator, noise=noise).fit(d.X)
     np.testing.assert_allclose(lm.expected_sq_dist_, d.expected_sq_dist, rtol=0.05)
     np.testing.assert_allclose(lm.weights_.sum(), 1.0)
@@ -31,7 +38,9 @@ def test_recovery_with_abstains_and_pseudolabels(space, noise, scale, estimator)
 
 def test_abstain_rows_predict_nan_and_single_vote_returns_it():
     s = Sphere(2)
-    d = make_manifold_data(2000, space=s, noise_scale=[0.1, 0.2, 0.3], abstain=0.2, seed=1)
+    d = make_manifold_data(
+        2000, space=s, noise_scale=[0.1, 0.2, 0.3], abstain=0.2, seed=1
+    )
     lm = ManifoldLabelModel(s).fit(d.X)
     X = d.X[:3].copy()
     X[0] = np.nan
@@ -44,7 +53,9 @@ def test_abstain_rows_predict_nan_and_single_vote_returns_it():
 
 def test_partial_fit_equals_fit_and_contract(tmp_path):
     h = Hyperbolic(2)
-    d = make_manifold_data(6000, space=h, noise_scale=[0.2, 0.5, 1.0], abstain=0.1, seed=2)
+    d = make_manifold_data(
+        6000, space=h, noise_scale=[0.2, 0.5, 1.0], abstain=0.1, seed=2
+    )
     X0 = d.X.copy()
     full = ManifoldLabelModel(h, seed=0).fit(d.X)
     np.testing.assert_array_equal(d.X, X0)  # input not mutated
@@ -56,7 +67,9 @@ def test_partial_fit_equals_fit_and_contract(tmp_path):
     assert c.get_params() == full.get_params() and not hasattr(c, "weights_")
     with pytest.raises(NotFittedError):
         c.predict(d.X)
-    np.testing.assert_array_equal(ManifoldLabelModel(h, seed=0).fit(d.X).noise_scale_, full.noise_scale_)
+    np.testing.assert_array_equal(
+        ManifoldLabelModel(h, seed=0).fit(d.X).noise_scale_, full.noise_scale_
+    )
     full.save(tmp_path / "lm.pkl")
     loaded = ManifoldLabelModel(h).load(tmp_path / "lm.pkl")
     np.testing.assert_array_equal(loaded.weights_, full.weights_)
@@ -97,12 +110,17 @@ def test_validation_errors():
     ]:
         with pytest.raises(ValueError, match=msg):
             ManifoldLabelModel(s, **kw).fit(d.X)
-    with pytest.raises(ValueError, match="space must be a Euclidean, Sphere or Hyperbolic"):
+    with pytest.raises(
+        ValueError, match="space must be a Euclidean, Sphere or Hyperbolic"
+    ):
         ManifoldLabelModel(ProductManifold([s, s])).fit(d.X)
     X = d.X.copy()
     X[:, 2] = np.nan
     X[:4, 2] = X[:4, 0]
-    with pytest.warns(Warning), pytest.raises(ValueError, match="Too few overlapping rows"):
+    with (
+        pytest.warns(Warning),
+        pytest.raises(ValueError, match="Too few overlapping rows"),
+    ):
         ManifoldLabelModel(s).fit(X)
     lm = ManifoldLabelModel(s).fit(d.X)
     with pytest.raises(ValueError, match="must have 3 labeling functions"):

@@ -175,9 +175,7 @@ def test_label_model_methods_match_functions():
     data = make_ranking_data(1000, theta=[0.0, 0.0, 1.0], abstain=0.1, seed=0)
     lm = ss.StructuredLabelModel(data.space, estimator="mle", seed=0).fit(data.L)
     nm = lm.noise_matrix()
-    ref = ss.noise_matrix(
-        data.space, lm.theta_, lm.prior_, abstain=1 - lm.coverage_
-    )
+    ref = ss.noise_matrix(data.space, lm.theta_, lm.prior_, abstain=1 - lm.coverage_)
     np.testing.assert_allclose(nm.Q, ref.Q)
     # the default threshold keeps the two true centers, not the estimate's spurious sliver
     assert sorted(nm.support.tolist()) == sorted(data.support.tolist())

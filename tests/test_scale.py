@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 import snorkel_structured as ss
-from snorkel_structured.synthetic import make_label_matrix
 from snorkel_structured.spaces.manifolds import Hyperbolic
+from snorkel_structured.synthetic import make_label_matrix
 from snorkel_structured.synthetic_manifold import make_manifold_data
 
 distributed = pytest.importorskip("dask.distributed")
@@ -17,9 +17,12 @@ distributed = pytest.importorskip("dask.distributed")
 @pytest.fixture(scope="module")
 def client():
     """One real two-worker cluster for the whole module (every Dask call below uses it)."""
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as cluster, distributed.Client(cluster) as c:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
         yield c
 
 
@@ -30,7 +33,9 @@ def ranking():
 
 @pytest.fixture(scope="module")
 def manifold():
-    return make_manifold_data(3000, space=Hyperbolic(2), noise_scale=[0.2, 0.5, 1.0], seed=0)
+    return make_manifold_data(
+        3000, space=Hyperbolic(2), noise_scale=[0.2, 0.5, 1.0], seed=0
+    )
 
 
 def _finite_fits(data):
@@ -38,7 +43,9 @@ def _finite_fits(data):
     L = data.L
     fits = {
         "array": ss.StructuredLabelModel(data.space, **kw).fit(L),
-        "iterator": ss.StructuredLabelModel(data.space, **kw).fit(iter(np.array_split(L, 4))),
+        "iterator": ss.StructuredLabelModel(data.space, **kw).fit(
+            iter(np.array_split(L, 4))
+        ),
         "generator": ss.StructuredLabelModel(data.space, **kw).fit(
             L[i : i + 700] for i in range(0, len(L), 700)
         ),
@@ -63,7 +70,9 @@ def test_finite_fit_from_chunks_iterators_and_dask_equals_one_fit(client, rankin
         assert lm.stats_.n_samples == 4000, name
         np.testing.assert_allclose(lm.theta_, ref.theta_, rtol=1e-12, err_msg=name)
         np.testing.assert_allclose(lm.prior_, ref.prior_, rtol=1e-12, err_msg=name)
-        np.testing.assert_allclose(lm.expected_sq_dist_, ref.expected_sq_dist_, rtol=1e-12)
+        np.testing.assert_allclose(
+            lm.expected_sq_dist_, ref.expected_sq_dist_, rtol=1e-12
+        )
 
 
 def test_finite_predict_over_dask_equals_in_memory(client, ranking):
@@ -76,7 +85,8 @@ def test_finite_predict_over_dask_equals_in_memory(client, ranking):
     np.testing.assert_allclose(lazy.compute(), lm.predict_proba(ranking.L), rtol=1e-12)
     np.testing.assert_allclose(
         lm.predict_proba(frame, labels="support").compute(),
-        lm.predict_proba(ranking.L, labels="support"), rtol=1e-12,
+        lm.predict_proba(ranking.L, labels="support"),
+        rtol=1e-12,
     )
     np.testing.assert_array_equal(lm.predict(arr).compute(), lm.predict(ranking.L))
     np.testing.assert_array_equal(lm.predict(frame).compute(), lm.predict(ranking.L))
@@ -87,22 +97,34 @@ def test_manifold_fit_from_chunks_and_dask_equals_one_fit(client, manifold):
     ref = ss.ManifoldLabelModel(Hyperbolic(2)).fit(X)
     flat = pd.DataFrame(X.reshape(len(X), -1))
     others = {
-        "iterator": ss.ManifoldLabelModel(Hyperbolic(2)).fit(iter(np.array_split(X, 4))),
-        "dask_array": ss.ManifoldLabelModel(Hyperbolic(2)).fit(da.from_array(X, chunks=(800, 3, 3))),
-        "dask_dataframe": ss.ManifoldLabelModel(Hyperbolic(2)).fit(dd.from_pandas(flat, npartitions=3)),
+        "iterator": ss.ManifoldLabelModel(Hyperbolic(2)).fit(
+            iter(np.array_split(X, 4))
+        ),
+        "dask_array": ss.ManifoldLabelModel(Hyperbolic(2)).fit(
+            da.from_array(X, chunks=(800, 3, 3))
+        ),
+        "dask_dataframe": ss.ManifoldLabelModel(Hyperbolic(2)).fit(
+            dd.from_pandas(flat, npartitions=3)
+        ),
     }
     part = ss.ManifoldLabelModel(Hyperbolic(2))
     for chunk in np.array_split(X, 3):
         part.partial_fit(chunk)
     others["partial_fit"] = part
     for name, mm in others.items():
-        np.testing.assert_allclose(mm.noise_scale_, ref.noise_scale_, rtol=1e-10, err_msg=name)
-        np.testing.assert_allclose(mm.expected_sq_dist_, ref.expected_sq_dist_, rtol=1e-10)
+        np.testing.assert_allclose(
+            mm.noise_scale_, ref.noise_scale_, rtol=1e-10, err_msg=name
+        )
+        np.testing.assert_allclose(
+            mm.expected_sq_dist_, ref.expected_sq_dist_, rtol=1e-10
+        )
     lazy = ref.predict(da.from_array(X, chunks=(1000, 3, 3)))
     assert isinstance(lazy, da.Array)
     np.testing.assert_allclose(lazy.compute(), ref.predict(X), rtol=1e-10)
     np.testing.assert_allclose(
-        ref.predict(dd.from_pandas(flat, npartitions=2)).compute(), ref.predict(X), rtol=1e-10
+        ref.predict(dd.from_pandas(flat, npartitions=2)).compute(),
+        ref.predict(X),
+        rtol=1e-10,
     )
 
 
@@ -112,14 +134,20 @@ def s7():
     centers = np.array([1234, 4321])
     prior = np.zeros(len(space))
     prior[centers] = [0.3, 0.7]
-    data = make_label_matrix(8000, space=space, theta=[0.3, 0.5, 0.4], prior=prior, seed=1)
-    lm = ss.StructuredLabelModel(space, estimator="mle", n_components=2, seed=0).fit(data.L)
+    data = make_label_matrix(
+        8000, space=space, theta=[0.3, 0.5, 0.4], prior=prior, seed=1
+    )
+    lm = ss.StructuredLabelModel(space, estimator="mle", n_components=2, seed=0).fit(
+        data.L
+    )
     return lm, data.L, data.Y, data.expected_sq_dist, centers
 
 
 def test_permutations7_end_to_end_recovers_the_truth(s7):
     lm, L, Y, expected, centers = s7
-    assert "distance_matrix" not in lm.space.__dict__  # the 5040 x 5040 matrix was never built
+    assert (
+        "distance_matrix" not in lm.space.__dict__
+    )  # the 5040 x 5040 matrix was never built
     np.testing.assert_array_equal(lm.support_, centers)
     np.testing.assert_allclose(lm.prior_[centers], [0.3, 0.7], atol=0.02)
     np.testing.assert_allclose(lm.expected_sq_dist_, expected, rtol=0.03)
@@ -134,7 +162,9 @@ def test_permutations7_end_to_end_recovers_the_truth(s7):
 
 def test_memory_budget_error_suggests_the_support_form(s7):
     lm, L, *_ = s7
-    with pytest.raises(ValueError, match=r"\(8000, 5040\) float64 array .*labels='support'"):
+    with pytest.raises(
+        ValueError, match=r"\(8000, 5040\) float64 array .*labels='support'"
+    ):
         lm.predict_proba(L, max_bytes=10**6)
     with pytest.raises(ValueError, match="labels must be one of"):
         lm.predict_proba(L, labels="some")

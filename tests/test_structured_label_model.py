@@ -17,7 +17,9 @@ def data():
 
 @pytest.fixture(scope="module")
 def model(data):
-    return ss.StructuredLabelModel(data.space, estimator="mle", n_components=2, seed=0).fit(data.L)
+    return ss.StructuredLabelModel(
+        data.space, estimator="mle", n_components=2, seed=0
+    ).fit(data.L)
 
 
 def test_fitted_attributes(model, data):
@@ -44,9 +46,17 @@ def test_additivity_fit_partial_fit_fit_stats(data):
 
 def test_posterior_matches_brute_force():
     space = ss.Discrete(3)
-    data = ss.synthetic.make_label_matrix(2000, space=space, theta=[1.0, 2.0, 0.5],
-                                          prior=[0.5, 0.3, 0.2], abstain=0.2, seed=1)
-    lm = ss.StructuredLabelModel(space, estimator="mle", prior_support="all", seed=0).fit(data.L)
+    data = ss.synthetic.make_label_matrix(
+        2000,
+        space=space,
+        theta=[1.0, 2.0, 0.5],
+        prior=[0.5, 0.3, 0.2],
+        abstain=0.2,
+        seed=1,
+    )
+    lm = ss.StructuredLabelModel(
+        space, estimator="mle", prior_support="all", seed=0
+    ).fit(data.L)
     D2 = space.squared_distance_matrix
     L = np.array(list(itertools.product(range(-1, 3), repeat=3)))
     expected = np.empty((len(L), 3))
@@ -72,8 +82,13 @@ def test_label_dependent_on_snorkels_generator():
 
     np.random.seed(0)  # Snorkel's generator only uses the global RNG
     _, Y, L = generate_simple_label_matrix(20000, 6, 3)
-    lm = ss.StructuredLabelModel(ss.Discrete(3), estimator="mle", label_dependent=True,
-                                 prior_support="all", seed=0).fit(L)
+    lm = ss.StructuredLabelModel(
+        ss.Discrete(3),
+        estimator="mle",
+        label_dependent=True,
+        prior_support="all",
+        seed=0,
+    ).fit(L)
     assert lm.theta_.shape == (6, 3)
     assert lm.score(L, Y, tie_break_policy="random")["accuracy"] > 0.8
 
@@ -82,17 +97,24 @@ def test_snorkel_compatibility(model, data):
     preds, probs = model.predict(data.L, return_probs=True)
     assert preds.shape == (3000,) and probs.shape == (3000, 24)
     tie = np.full((1, 3), ss.ABSTAIN)  # posterior = prior: no tie unless the prior ties
-    flat = ss.StructuredLabelModel(ss.Discrete(2), estimator="mle", prior_support="all", seed=0)
+    flat = ss.StructuredLabelModel(
+        ss.Discrete(2), estimator="mle", prior_support="all", seed=0
+    )
     Ld = np.array([[0, 0, 0], [1, 1, 1], [0, 1, -1], [1, 0, -1]] * 50)
     flat.fit(Ld, class_balance=[0.5, 0.5])
     assert flat.predict(np.array([[0, 1, -1]]), tie_break_policy="abstain")[0] == -1
     assert flat.predict(np.array([[0, 1, -1]]), tie_break_policy="random")[0] in (0, 1)
-    draws = flat.predict(np.array([[0, 1, -1]] * 200), tie_break_policy="true-random", seed=0)
+    draws = flat.predict(
+        np.array([[0, 1, -1]] * 200), tie_break_policy="true-random", seed=0
+    )
     assert set(draws.tolist()) == {0, 1}
     with pytest.raises(ValueError, match="tie_break_policy must be one of"):
         model.predict(tie, tie_break_policy="coin")
-    scores = model.score(data.L, data.Y, metrics=["accuracy", "f1_micro", "mean_distance",
-                                                  "mean_sq_distance"])
+    scores = model.score(
+        data.L,
+        data.Y,
+        metrics=["accuracy", "f1_micro", "mean_distance", "mean_sq_distance"],
+    )
     assert scores["accuracy"] > 0.9 and scores["mean_distance"] < 0.2
     cp = model.get_conditional_probs()
     assert cp.shape == (3, 25, 24)
@@ -102,15 +124,19 @@ def test_snorkel_compatibility(model, data):
     assert w.shape == (3,) and ((w > 0) & (w <= 1)).all()
     assert model.log_conditional_probs().shape == (3, 24, 24)
     assert model.sample_pseudolabels(data.L, seed=0).shape == (3000,)
-    np.testing.assert_array_equal(model.sample_pseudolabels(data.L, seed=1),
-                                  model.sample_pseudolabels(data.L, seed=1))
+    np.testing.assert_array_equal(
+        model.sample_pseudolabels(data.L, seed=1),
+        model.sample_pseudolabels(data.L, seed=1),
+    )
 
 
 def test_save_load_round_trip_and_refusal(model, data, tmp_path):
     path = tmp_path / "lm.pkl"
     model.save(path)
     fresh = ss.StructuredLabelModel(data.space).load(path)
-    np.testing.assert_array_equal(fresh.predict_proba(data.L[:50]), model.predict_proba(data.L[:50]))
+    np.testing.assert_array_equal(
+        fresh.predict_proba(data.L[:50]), model.predict_proba(data.L[:50])
+    )
     other = tmp_path / "other.pkl"
     other.write_bytes(pickle.dumps({"theta_": 1}))
     with pytest.raises(ValueError, match="holds a dict"):
@@ -119,8 +145,12 @@ def test_save_load_round_trip_and_refusal(model, data, tmp_path):
 
 def test_identical_refits_with_int_seed():
     d = ss.synthetic.make_ranking_data(1000, theta=[0.0, 0.0, 1.0], seed=2)
-    a = ss.StructuredLabelModel(d.space, estimator="mle", n_components=2, seed=3).fit(d.L)
-    b = ss.StructuredLabelModel(d.space, estimator="mle", n_components=2, seed=3).fit(d.L)
+    a = ss.StructuredLabelModel(d.space, estimator="mle", n_components=2, seed=3).fit(
+        d.L
+    )
+    b = ss.StructuredLabelModel(d.space, estimator="mle", n_components=2, seed=3).fit(
+        d.L
+    )
     np.testing.assert_array_equal(a.theta_, b.theta_)
     np.testing.assert_array_equal(a.prior_, b.prior_)
 
@@ -128,10 +158,16 @@ def test_identical_refits_with_int_seed():
 def test_uws_and_class_balance(data):
     lm = ss.StructuredLabelModel(data.space, estimator="uws", seed=0).fit(data.L)
     assert lm.prior_[data.support].sum() > 0.8
-    fixed = ss.StructuredLabelModel(data.space, estimator="mle", seed=0).fit(data.L, class_balance=data.prior)
+    fixed = ss.StructuredLabelModel(data.space, estimator="mle", seed=0).fit(
+        data.L, class_balance=data.prior
+    )
     np.testing.assert_allclose(fixed.prior_, data.prior)
-    dev = ss.StructuredLabelModel(data.space, estimator="mle", seed=0).fit(data.L, Y_dev=data.Y[:500])
-    np.testing.assert_allclose(dev.prior_, np.bincount(data.Y[:500], minlength=24) / 500)
+    dev = ss.StructuredLabelModel(data.space, estimator="mle", seed=0).fit(
+        data.L, Y_dev=data.Y[:500]
+    )
+    np.testing.assert_allclose(
+        dev.prior_, np.bincount(data.Y[:500], minlength=24) / 500
+    )
 
 
 @pytest.mark.parametrize(
@@ -142,9 +178,17 @@ def test_uws_and_class_balance(data):
         ({}, np.full((10, 3), 24), "outside the label space"),
         ({}, np.full((10, 3), 0.5), "integer label indices"),
         ({"estimator": "magic"}, np.zeros((10, 3), int), "estimator must be one of"),
-        ({"label_dependent": True, "estimator": "tensor"}, np.zeros((10, 3), int), "needs estimator='mle'"),
+        (
+            {"label_dependent": True, "estimator": "tensor"},
+            np.zeros((10, 3), int),
+            "needs estimator='mle'",
+        ),
         ({"n_components": 0}, np.zeros((10, 3), int), "n_components must be in"),
-        ({"prior_support": [99]}, np.zeros((10, 3), int), "prior_support holds indices"),
+        (
+            {"prior_support": [99]},
+            np.zeros((10, 3), int),
+            "prior_support holds indices",
+        ),
         ({"prior_support": "some"}, np.zeros((10, 3), int), "prior_support must be"),
     ],
 )
@@ -158,7 +202,9 @@ def test_other_validation_errors(model, data):
     with pytest.raises(ValueError, match="must have 3 columns"):
         model.predict_proba(np.zeros((5, 4), int))
     with pytest.raises(ValueError, match="class_balance must be 24"):
-        ss.StructuredLabelModel(data.space, estimator="mle").fit(data.L, class_balance=[0.5, 0.5])
+        ss.StructuredLabelModel(data.space, estimator="mle").fit(
+            data.L, class_balance=[0.5, 0.5]
+        )
     with pytest.raises(ValueError, match="Y must have one label per row"):
         model.score(data.L, data.Y[:10])
     with pytest.raises(ValueError, match="Y_dev holds a label outside"):
@@ -170,13 +216,18 @@ def test_other_validation_errors(model, data):
     with pytest.raises(ss.NotFittedError):
         ss.StructuredLabelModel(data.space).predict(data.L)
     with pytest.raises(ValueError, match="stats must count votes over 24"):
-        ss.StructuredLabelModel(data.space).fit_stats(VoteStats.from_label_matrix(data.L, n_labels=30))
+        ss.StructuredLabelModel(data.space).fit_stats(
+            VoteStats.from_label_matrix(data.L, n_labels=30)
+        )
 
 
 def test_warnings_are_emitted():
     d = ss.synthetic.make_ranking_data(500, theta=[0.0, 0.0, 1.0], seed=0)
     with pytest.warns(ss.ConvergenceWarning, match="max_iter"):
-        ss.StructuredLabelModel(d.space, estimator="mle", prior_support="all", max_iter=1,
-                                seed=0).fit(d.L)
+        ss.StructuredLabelModel(
+            d.space, estimator="mle", prior_support="all", max_iter=1, seed=0
+        ).fit(d.L)
     with pytest.warns(ss.IdentifiabilityWarning):
-        ss.StructuredLabelModel(d.space, estimator="tensor", n_components=2, seed=0).fit(d.L)
+        ss.StructuredLabelModel(
+            d.space, estimator="tensor", n_components=2, seed=0
+        ).fit(d.L)

@@ -10,13 +10,18 @@ def test_paper_setup_defaults():
     assert data.L.shape == (20_000, 3) and data.Y.shape == (20_000,)
     assert data.support.size == 2
     np.testing.assert_allclose(sorted(data.prior[data.support]), [0.2, 0.8])
-    np.testing.assert_allclose(data.expected_sq_dist, [1.1863, 0.6800, 0.8621], atol=5e-5)
+    np.testing.assert_allclose(
+        data.expected_sq_dist, [1.1863, 0.6800, 0.8621], atol=5e-5
+    )
     # the empirical E[d^2] with the truth visible is close to the population value
     S = data.space.squared_distance_matrix
     emp = [S[data.L[:, a], data.Y].mean() for a in range(3)]
     np.testing.assert_allclose(emp, data.expected_sq_dist, atol=0.05)
     # labels follow the prior
-    assert abs(np.mean(data.Y == data.support[np.argmax(data.prior[data.support])]) - 0.8) < 0.01
+    assert (
+        abs(np.mean(data.Y == data.support[np.argmax(data.prior[data.support])]) - 0.8)
+        < 0.01
+    )
 
 
 def test_seeds_repeat_and_differ():
@@ -30,7 +35,9 @@ def test_seeds_repeat_and_differ():
 def test_make_label_matrix_label_dependent_and_errors():
     space = ss.Discrete(3)
     theta = np.array([[2.0, 0.5, 1.0], [1.0, 1.0, 1.0], [0.0, 3.0, 0.0]])
-    data = make_label_matrix(30_000, space=space, theta=theta, prior=[0.5, 0.3, 0.2], seed=1)
+    data = make_label_matrix(
+        30_000, space=space, theta=theta, prior=[0.5, 0.3, 0.2], seed=1
+    )
     for a in range(3):
         for y in range(3):
             acc = np.mean(data.L[data.Y == y, a] == y)

@@ -20,7 +20,9 @@ def resolve_gamma(X: np.ndarray, gamma: float | str | None) -> float:
     return float(gamma)
 
 
-def kernel_matrix(A: np.ndarray, B: np.ndarray, kernel: str, gamma: float) -> np.ndarray:
+def kernel_matrix(
+    A: np.ndarray, B: np.ndarray, kernel: str, gamma: float
+) -> np.ndarray:
     """Kernel between the rows of ``A`` (n_a, p) and ``B`` (n_b, p) -> (n_a, n_b)."""
     if kernel == "linear":
         return A @ B.T

@@ -104,7 +104,9 @@ class KernelManifoldRegressor(PersistenceMixin, BaseEstimator):
             )
         return arr
 
-    def fit(self, X: Any, lf_outputs: Any, label_model: Any = None) -> KernelManifoldRegressor:
+    def fit(
+        self, X: Any, lf_outputs: Any, label_model: Any = None
+    ) -> KernelManifoldRegressor:
         """Fit on features and weak LF outputs (with a fitted label model) or labels.
 
         Parameters
@@ -143,7 +145,9 @@ class KernelManifoldRegressor(PersistenceMixin, BaseEstimator):
                 raise ValueError(
                     f"label_model is fitted on {label_model.space!r}, not {self.space!r}."
                 )
-            T = check_manifold_outputs(T, self.space, name="lf_outputs", n_lfs=label_model.n_lfs_)
+            T = check_manifold_outputs(
+                T, self.space, name="lf_outputs", n_lfs=label_model.n_lfs_
+            )
             beta = np.asarray(label_model.weights_, dtype=np.float64)
         elif T.ndim == 2:
             if label_model is not None:
@@ -179,7 +183,9 @@ class KernelManifoldRegressor(PersistenceMixin, BaseEstimator):
             raise ValueError(
                 f"X must have {self.X_fit_.shape[1]} features, as in fit; got {X.shape[1]}."
             )
-        alpha = ridge_weights(self.factor_, kernel_matrix(self.X_fit_, X, self.kernel, self.gamma_)).T
+        alpha = ridge_weights(
+            self.factor_, kernel_matrix(self.X_fit_, X, self.kernel, self.gamma_)
+        ).T
         w = np.maximum(alpha, 0.0)  # (n_new, n_train); see Notes
         none = w.sum(axis=1) <= 0
         if none.any():
@@ -194,7 +200,9 @@ class KernelManifoldRegressor(PersistenceMixin, BaseEstimator):
         for s in range(0, len(X), block):
             wb = weights[s : s + block]
             pts = np.broadcast_to(points, (len(wb), *points.shape))
-            out[s : s + block] = self.space.frechet_mean(pts, wb, tol=self.tol, max_iter=self.max_iter)
+            out[s : s + block] = self.space.frechet_mean(
+                pts, wb, tol=self.tol, max_iter=self.max_iter
+            )
         return out
 
     def score(self, X: Any, Y: Any) -> float:

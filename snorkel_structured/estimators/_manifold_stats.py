@@ -12,7 +12,9 @@ from snorkel_structured.spaces.manifolds import Hyperbolic, Sphere
 
 __all__ = ["ManifoldStats"]
 
-_CHUNK = 1 << 16  # rows per chunk: bounds the temporary (chunk, n_pairs, ambient) arrays
+_CHUNK = (
+    1 << 16
+)  # rows per chunk: bounds the temporary (chunk, n_pairs, ambient) arrays
 
 
 def pair_invariant_and_sq_dist(space: Any, a: np.ndarray, b: np.ndarray):
@@ -164,4 +166,3 @@ class ManifoldStats:
         if isinstance(other, int) and other == 0:
             return self
         return NotImplemented
-

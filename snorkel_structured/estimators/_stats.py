@@ -22,27 +22,56 @@ _BINCOUNT_LIMIT = 1 << 24
 _CODE_LIMIT = 1 << 62
 
 
-def _count_patterns(L: np.ndarray, n_labels: int, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Unique rows of ``L`` (-1 allowed) with their (weighted) counts."""
-    n, m = L.shape
+def _row_codes(L: np.ndarray, n_labels: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each row as one integer in base r + 1 (and the powers), or None if that overflows."""
+    m = L.shape[1]
     base = n_labels + 1
-    if base**m < _CODE_LIMIT:
-        powers = base ** np.arange(m - 1, -1, -1, dtype=np.int64)
-        codes = (L[:, 0] + 1).astype(np.int64) * powers[0]
-        for a in range(1, m):  # m vectorized multiply-adds; no per-row work
-            codes += (L[:, a] + 1) * powers[a]
-        if base**m <= max(_BINCOUNT_LIMIT, 4 * n):
-            counts = np.bincount(codes, weights=weights, minlength=0)
-            uniq = np.flatnonzero(counts)
-            counts = counts[uniq]
-        else:
-            uniq, inverse = np.unique(codes, return_inverse=True)
-            counts = np.bincount(inverse, weights=weights, minlength=uniq.size)
-        patterns = (uniq[:, None] // powers[None, :]) % base - 1
-        return patterns.astype(np.int64), counts
-    uniq, inverse = np.unique(L, axis=0, return_inverse=True)
-    counts = np.bincount(inverse.ravel(), weights=weights, minlength=len(uniq))
-    return uniq.astype(np.int64), counts
+    if float(base) ** m >= _CODE_LIMIT:
+        return None
+    powers = base ** np.arange(m - 1, -1, -1, dtype=np.int64)
+    codes = (L[:, 0] + 1).astype(np.int64) * powers[0]
+    for a in range(1, m):  # m vectorized multiply-adds; no per-row work
+        codes += (L[:, a] + 1) * powers[a]
+    return codes, powers
+
+
+def _decode(uniq: np.ndarray, powers: np.ndarray, n_labels: int) -> np.ndarray:
+    return ((uniq[:, None] // powers[None, :]) % (n_labels + 1) - 1).astype(np.int64)
+
+
+def _dense_codes(n_labels: int, m: int, n: int) -> bool:
+    return (n_labels + 1) ** m <= max(_BINCOUNT_LIMIT, 4 * n)
+
+
+def unique_rows(L: np.ndarray, n_labels: int) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows of a validated ``L`` and the map rows -> distinct row, (P, m), (n,)."""
+    encoded = _row_codes(L, n_labels)
+    if encoded is None:
+        patterns, inverse = np.unique(L, axis=0, return_inverse=True)
+        return patterns.astype(np.int64), inverse.ravel()
+    codes, powers = encoded
+    if _dense_codes(n_labels, L.shape[1], L.shape[0]):
+        seen = np.zeros((n_labels + 1) ** L.shape[1], dtype=np.int64)
+        seen[codes] = 1
+        uniq = np.flatnonzero(seen)
+        inverse = (np.cumsum(seen) - 1)[codes]
+    else:
+        uniq, inverse = np.unique(codes, return_inverse=True)
+    return _decode(uniq, powers, n_labels), inverse.ravel()
+
+
+def _count_patterns(
+    L: np.ndarray, n_labels: int, weights: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Unique rows of ``L`` (-1 allowed) with their (weighted) counts."""
+    encoded = _row_codes(L, n_labels)
+    if encoded is not None and _dense_codes(n_labels, L.shape[1], L.shape[0]):
+        codes, powers = encoded
+        counts = np.bincount(codes, weights=weights)  # one pass, no sort
+        uniq = np.flatnonzero(counts)
+        return _decode(uniq, powers, n_labels), counts[uniq]
+    patterns, inverse = unique_rows(L, n_labels)
+    return patterns, np.bincount(inverse, weights=weights, minlength=len(patterns))
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,7 +161,9 @@ class VoteStats:
         r = self.n_labels
         va, vb = self.patterns[:, a], self.patterns[:, b]
         keep = (va != ABSTAIN) & (vb != ABSTAIN)
-        flat = np.bincount(va[keep] * r + vb[keep], weights=self.counts[keep], minlength=r * r)
+        flat = np.bincount(
+            va[keep] * r + vb[keep], weights=self.counts[keep], minlength=r * r
+        )
         return flat.reshape(r, r)
 
     def triple_counts(self, a: int, b: int, c: int) -> np.ndarray:
@@ -144,7 +175,9 @@ class VoteStats:
         va, vb, vc = self.patterns[:, a], self.patterns[:, b], self.patterns[:, c]
         keep = (va != ABSTAIN) & (vb != ABSTAIN) & (vc != ABSTAIN)
         idx = (va[keep] * r + vb[keep]) * r + vc[keep]
-        return np.bincount(idx, weights=self.counts[keep], minlength=r**3).reshape(r, r, r)
+        return np.bincount(idx, weights=self.counts[keep], minlength=r**3).reshape(
+            r, r, r
+        )
 
     def __repr__(self) -> str:
         return (

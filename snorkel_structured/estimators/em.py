@@ -130,7 +130,9 @@ class _SqDists:
             dtype=np.int64,
         )
         if missing.size:
-            for i, row in zip(missing.tolist(), self.space.squared_distance_rows(missing), strict=True):
+            for i, row in zip(
+                missing.tolist(), self.space.squared_distance_rows(missing), strict=True
+            ):
                 self._cache[i] = row
         if idx.size == 0:
             return np.empty((0, self.r))
@@ -890,7 +892,9 @@ def mle_estimate(
         # Starts may end with supports of different sizes: when the size is free, compare
         # them by BIC (the penalty the greedy search uses), else a restart that grew a
         # spurious label would win on raw likelihood.
-        score = ll - (T.size * _bic_penalty(prob) if n_components is None and not given else 0.0)
+        score = ll - (
+            T.size * _bic_penalty(prob) if n_components is None and not given else 0.0
+        )
         if best_fit is None or score > best_fit[-1]:
             best_fit = (name, T, w_, ll, th_, it, conv, score)
     assert best_fit is not None

@@ -96,7 +96,9 @@ def _usable_pairs(stats: ManifoldStats, min_overlap: int, extra_ok=None) -> np.n
     design[np.arange(len(pairs)), pairs[:, 0]] = 1.0
     design[np.arange(len(pairs)), pairs[:, 1]] = 1.0
     if len(pairs) == 0 or np.linalg.matrix_rank(design) < m:
-        partners = np.bincount(pairs.ravel(), minlength=m) if len(pairs) else np.zeros(m)
+        partners = (
+            np.bincount(pairs.ravel(), minlength=m) if len(pairs) else np.zeros(m)
+        )
         worst = int(np.argmin(partners))
         raise ValueError(
             "Too few overlapping rows: the LF-LF pairs with at least "
@@ -125,7 +127,9 @@ def _range(noise: Any, forward: Any) -> tuple[float, float, float, float]:
 def _finish(noise, invariant, pairs, what="invariant"):
     """Clip estimates into the family's range (with a warning) and map to parameters."""
     invariant = np.asarray(invariant, dtype=np.float64)
-    forward = noise.expected_invariant if what == "invariant" else noise.expected_sq_dist
+    forward = (
+        noise.expected_invariant if what == "invariant" else noise.expected_sq_dist
+    )
     small, large, f_small, f_large = _range(noise, forward)
     lo_v, hi_v = min(f_small, f_large), max(f_small, f_large)
     bad = ~((invariant > lo_v) & (invariant < hi_v))
@@ -154,7 +158,9 @@ def _finish(noise, invariant, pairs, what="invariant"):
     return ManifoldEstimate(
         noise_scale=scale,
         expected_sq_dist=np.asarray(noise.expected_sq_dist(scale), dtype=np.float64),
-        expected_invariant=np.asarray(noise.expected_invariant(scale), dtype=np.float64),
+        expected_invariant=np.asarray(
+            noise.expected_invariant(scale), dtype=np.float64
+        ),
         pairs_used=pairs,
     )
 
@@ -196,7 +202,11 @@ def triplet_estimate(
         y = C[pairs[:, 0], pairs[:, 1]]
         log_space = False
     else:
-        nonpos = (stats.pair_count >= min_overlap) & ~(C > 0) & ~np.eye(stats.n_lfs, dtype=bool)
+        nonpos = (
+            (stats.pair_count >= min_overlap)
+            & ~(C > 0)
+            & ~np.eye(stats.n_lfs, dtype=bool)
+        )
         if nonpos.any():
             a, b = (int(v) for v in np.argwhere(nonpos)[0])
             warnings.warn(
@@ -217,7 +227,9 @@ def triplet_estimate(
     return _finish(noise, invariant, pairs)
 
 
-def uws_estimate(stats: ManifoldStats, noise: Any, *, min_overlap: int = 10) -> ManifoldEstimate:
+def uws_estimate(
+    stats: ManifoldStats, noise: Any, *, min_overlap: int = 10
+) -> ManifoldEstimate:
     """UWS baseline: additive squared distances, median over triplets.
 
     Parameters and returns as :func:`triplet_estimate`; pairs with fewer than
@@ -273,7 +285,9 @@ def pair_sq_dist_estimate(
                 init = uws_estimate(stats, noise, min_overlap=min_overlap)
     ia, ib = pairs[:, 0], pairs[:, 1]
     target = stats.pair_sq_dist_mean[ia, ib]
-    var = np.maximum(stats.pair_sq_dist_var[ia, ib], 1e-12 * np.maximum(target, 1e-12) ** 2)
+    var = np.maximum(
+        stats.pair_sq_dist_var[ia, ib], 1e-12 * np.maximum(target, 1e-12) ** 2
+    )
     wsqrt = np.sqrt(stats.pair_count[ia, ib] / var)
     lo, hi = noise.scale_bounds
     t_lo = np.log(max(lo, 1e-8))
@@ -296,7 +310,13 @@ def pair_sq_dist_estimate(
         return J
 
     res = optimize.least_squares(
-        resid, x0, jac=jac, bounds=(t_lo, t_hi), xtol=1e-12, ftol=1e-12, gtol=1e-12,
+        resid,
+        x0,
+        jac=jac,
+        bounds=(t_lo, t_hi),
+        xtol=1e-12,
+        ftol=1e-12,
+        gtol=1e-12,
         method="trf",
     )
     scale = np.exp(res.x)
@@ -312,6 +332,8 @@ def pair_sq_dist_estimate(
     return ManifoldEstimate(
         noise_scale=scale,
         expected_sq_dist=np.asarray(noise.expected_sq_dist(scale), dtype=np.float64),
-        expected_invariant=np.asarray(noise.expected_invariant(scale), dtype=np.float64),
+        expected_invariant=np.asarray(
+            noise.expected_invariant(scale), dtype=np.float64
+        ),
         pairs_used=pairs,
     )

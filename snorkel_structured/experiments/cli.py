@@ -16,14 +16,31 @@ from typing import Any
 
 import pandas as pd
 
-EXPERIMENTS = ("ranking-recovery", "ranking-label-model", "ranking-end-model", "hyperbolic")
+EXPERIMENTS = (
+    "ranking-recovery",
+    "ranking-label-model",
+    "ranking-end-model",
+    "hyperbolic",
+)
 
 # (sizes, default seeds) for the full run and for --quick (about two minutes on 2 cores).
 GRIDS = {
-    "ranking-recovery": (([1_000, 10_000, 100_000, 1_000_000], range(10)), ([1_000, 10_000, 100_000], range(3))),
-    "ranking-label-model": (([200, 500, 1000, 2000], range(10)), ([200, 1000, 2000], range(5))),
-    "ranking-end-model": (([200, 500, 1000, 2000], range(10)), ([200, 1000, 2000], range(3))),
-    "hyperbolic": (([100, 1_000, 10_000, 100_000, 1_000_000], range(10)), ([100, 1_000, 10_000, 100_000], range(3))),
+    "ranking-recovery": (
+        ([1_000, 10_000, 100_000, 1_000_000], range(10)),
+        ([1_000, 10_000, 100_000], range(3)),
+    ),
+    "ranking-label-model": (
+        ([200, 500, 1000, 2000], range(10)),
+        ([200, 1000, 2000], range(5)),
+    ),
+    "ranking-end-model": (
+        ([200, 500, 1000, 2000], range(10)),
+        ([200, 1000, 2000], range(3)),
+    ),
+    "hyperbolic": (
+        ([100, 1_000, 10_000, 100_000, 1_000_000], range(10)),
+        ([100, 1_000, 10_000, 100_000], range(3)),
+    ),
 }
 
 
@@ -57,7 +74,9 @@ def _summary(df: pd.DataFrame, value: str, by: list[str]) -> pd.DataFrame:
     return table
 
 
-def run_experiment(name: str, ns: list[int], seeds: list[int], out: Path, progress: bool = True) -> pd.DataFrame:
+def run_experiment(
+    name: str, ns: list[int], seeds: list[int], out: Path, progress: bool = True
+) -> pd.DataFrame:
     """Run one experiment, write ``<name>.csv`` and ``<name>.png`` into ``out``, return the table."""
     from snorkel_structured.experiments import paper, plots, runs
 
@@ -66,7 +85,9 @@ def run_experiment(name: str, ns: list[int], seeds: list[int], out: Path, progre
     try:
         import matplotlib  # noqa: F401
     except ImportError:  # tables and CSVs still work; figures need the plots extra
-        print("matplotlib is not installed: skipping figures (pip install 'snorkel-structured[plots]').")
+        print(
+            "matplotlib is not installed: skipping figures (pip install 'snorkel-structured[plots]')."
+        )
         plots = _NoPlots()
     if name == "ranking-recovery":
         df = runs.ranking_recovery(ns, seeds, bar)
@@ -74,11 +95,22 @@ def run_experiment(name: str, ns: list[int], seeds: list[int], out: Path, progre
         table = _summary(df, "abs_error", ["method", "lf", "n"])
     elif name == "ranking-label-model":
         df = runs.ranking_label_model(ns, seeds, bar)
-        plots.plot_accuracy(df, out / f"{name}.png", "Label model, theta = [0, 0, 1]", paper.LABEL_MODEL_ACCURACY)
+        plots.plot_accuracy(
+            df,
+            out / f"{name}.png",
+            "Label model, theta = [0, 0, 1]",
+            paper.LABEL_MODEL_ACCURACY,
+        )
         table = _summary(df, "accuracy", ["method", "n"])
     elif name == "ranking-end-model":
         df = runs.ranking_end_model(ns, seeds, bar)
-        plots.plot_accuracy(df, out / f"{name}.png", "End models, theta = [0, 0, 1]", {"logistic regression on pseudolabels": paper.END_MODEL_ACCURACY_2000}, at_n=2000)
+        plots.plot_accuracy(
+            df,
+            out / f"{name}.png",
+            "End models, theta = [0, 0, 1]",
+            {"logistic regression on pseudolabels": paper.END_MODEL_ACCURACY_2000},
+            at_n=2000,
+        )
         table = _summary(df, "accuracy", ["method", "n"])
     elif name == "hyperbolic":
         df = runs.hyperbolic(ns, seeds, bar)
@@ -111,11 +143,31 @@ def build_parser() -> argparse.ArgumentParser:
         description="Rerun one experiment or all. Full grids use seeds 0-9 (the paper's); "
         "--quick runs a reduced grid in about two minutes on 2 cores.",
     )
-    rep.add_argument("experiment", choices=(*EXPERIMENTS, "all"), help="which experiment to run")
-    rep.add_argument("--quick", action="store_true", help="reduced grid (fewer sizes and seeds)")
-    rep.add_argument("--seeds", nargs="+", metavar="S", help="seeds, e.g. '0 1 2' or '0-9' (default: the grid's)")
-    rep.add_argument("--sizes", nargs="+", type=int, metavar="N", help="override the grid's sample sizes")
-    rep.add_argument("--out", type=Path, default=Path("results"), help="output folder (default: results/)")
+    rep.add_argument(
+        "experiment", choices=(*EXPERIMENTS, "all"), help="which experiment to run"
+    )
+    rep.add_argument(
+        "--quick", action="store_true", help="reduced grid (fewer sizes and seeds)"
+    )
+    rep.add_argument(
+        "--seeds",
+        nargs="+",
+        metavar="S",
+        help="seeds, e.g. '0 1 2' or '0-9' (default: the grid's)",
+    )
+    rep.add_argument(
+        "--sizes",
+        nargs="+",
+        type=int,
+        metavar="N",
+        help="override the grid's sample sizes",
+    )
+    rep.add_argument(
+        "--out",
+        type=Path,
+        default=Path("results"),
+        help="output folder (default: results/)",
+    )
     rep.add_argument("--no-progress", action="store_true", help="hide progress bars")
     return parser
 
@@ -134,9 +186,15 @@ def main(argv: list[str] | None = None) -> int:
         seeds = seeds_arg if seeds_arg is not None else list(seeds)
         t0 = time.perf_counter()
         table = run_experiment(name, ns, seeds, args.out, progress=not args.no_progress)
-        print(f"\n== {name} (medians over seeds {seeds[0]}..{seeds[-1]}, {time.perf_counter() - t0:.1f} s) ==")
+        print(
+            f"\n== {name} (medians over seeds {seeds[0]}..{seeds[-1]}, {time.perf_counter() - t0:.1f} s) =="
+        )
         print(table.to_string())
-        written = [p for p in (args.out / f"{name}.csv", args.out / f"{name}.png") if p.exists()]
+        written = [
+            p
+            for p in (args.out / f"{name}.csv", args.out / f"{name}.png")
+            if p.exists()
+        ]
         print("wrote " + " and ".join(map(str, written)))
     print(f"\nTotal time: {time.perf_counter() - total:.1f} s")
     return 0

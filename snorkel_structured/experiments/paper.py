@@ -13,7 +13,12 @@ RANKING_RECOVERY_TENSOR = {
 RANKING_RECOVERY_UWS = (0.60, 0.10, 0.22)
 
 # Label model with theta = [0, 0, 1], n = 200..2000 (accuracy, exact permutation match).
-LABEL_MODEL_ACCURACY = {"paper label model": 0.73, "UWS": 0.67, "likelier center": 0.80, "exact posterior": 0.985}
+LABEL_MODEL_ACCURACY = {
+    "paper label model": 0.73,
+    "UWS": 0.67,
+    "likelier center": 0.80,
+    "exact posterior": 0.985,
+}
 
 # End model (logistic regression on pseudolabels) at n = 2000.
 END_MODEL_ACCURACY_2000 = 0.884

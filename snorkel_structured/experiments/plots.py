@@ -42,16 +42,38 @@ def plot_ranking_recovery(df: pd.DataFrame, path: Path) -> Path:
         for method in ("tensor", "mle", "uws", "floor"):
             part = sub[sub.method == method]
             if len(part):
-                _bands(ax, part, "abs_error", f"ours: {method}" if method != "floor" else "floor (true labels visible)")
+                _bands(
+                    ax,
+                    part,
+                    "abs_error",
+                    f"ours: {method}"
+                    if method != "floor"
+                    else "floor (true labels visible)",
+                )
         ns = sorted(paper.RANKING_RECOVERY_TENSOR)
-        ax.plot(ns, [paper.RANKING_RECOVERY_TENSOR[n][lf - 1] for n in ns], "k^--", label="paper: tensor")
-        ax.axhline(paper.RANKING_RECOVERY_UWS[lf - 1], color="gray", ls=":", label="paper: UWS")
-        ax.set(xscale="log", yscale="log", xlabel="n", title=f"LF {lf}: |E d^2 - estimate|")
+        ax.plot(
+            ns,
+            [paper.RANKING_RECOVERY_TENSOR[n][lf - 1] for n in ns],
+            "k^--",
+            label="paper: tensor",
+        )
+        ax.axhline(
+            paper.RANKING_RECOVERY_UWS[lf - 1], color="gray", ls=":", label="paper: UWS"
+        )
+        ax.set(
+            xscale="log", yscale="log", xlabel="n", title=f"LF {lf}: |E d^2 - estimate|"
+        )
     axes[0].legend(fontsize=7)
     return _save(fig, path)
 
 
-def plot_accuracy(df: pd.DataFrame, path: Path, title: str, reference: dict[str, float], at_n: int | None = None) -> Path:
+def plot_accuracy(
+    df: pd.DataFrame,
+    path: Path,
+    title: str,
+    reference: dict[str, float],
+    at_n: int | None = None,
+) -> Path:
     fig, axes = _figure(1)
     ax = axes[0]
     for method, part in df.groupby("method"):
@@ -72,7 +94,12 @@ def plot_hyperbolic(df: pd.DataFrame, path: Path) -> Path:
     for method, part in df.groupby("method"):
         _bands(ax, part, "abs_error", f"ours: {method}")
     ns = sorted(paper.HYPERBOLIC)
-    ax.plot(ns, [paper.HYPERBOLIC[n] for n in ns], "k^--", label="paper (oracle, grid search)")
+    ax.plot(
+        ns,
+        [paper.HYPERBOLIC[n] for n in ns],
+        "k^--",
+        label="paper (oracle, grid search)",
+    )
     ax.set(xscale="log", yscale="log", xlabel="n", title="H^5: |theta_1 - estimate|")
     ax.legend(fontsize=7)
     return _save(fig, path)

@@ -29,11 +29,15 @@ def _fit(space: Any, L: np.ndarray, estimator: str, seed: int) -> tuple[Any, flo
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # recorded in the table instead of printed
-        lm = ss.StructuredLabelModel(space, estimator=estimator, seed=seed).fit(L, progress_bar=False)
+        lm = ss.StructuredLabelModel(space, estimator=estimator, seed=seed).fit(
+            L, progress_bar=False
+        )
     return lm, time.perf_counter() - t0
 
 
-def ranking_recovery(ns: list[int], seeds: list[int], progress: Progress = _identity) -> pd.DataFrame:
+def ranking_recovery(
+    ns: list[int], seeds: list[int], progress: Progress = _identity
+) -> pd.DataFrame:
     """Paper Figure (ranking recovery): |E d^2 - estimate| per LF for tensor, mle, UWS.
 
     ``floor`` is the same error computed with the true labels visible.
@@ -42,14 +46,25 @@ def ranking_recovery(ns: list[int], seeds: list[int], progress: Progress = _iden
     for n, seed in progress([(n, s) for n in ns for s in seeds]):
         data = make_ranking_data(n, seed=seed)
         S = data.space.squared_distance_matrix
-        floor = np.array([S[data.L[:, a], data.Y].mean() for a in range(data.L.shape[1])])
+        floor = np.array(
+            [S[data.L[:, a], data.Y].mean() for a in range(data.L.shape[1])]
+        )
         results = {"floor": (floor, 0.0)}
         for est in ("tensor", "mle", "uws"):
             lm, secs = _fit(data.space, data.L, est, seed)
             results[est] = (lm.expected_sq_dist_, secs)
         for method, (estimate, secs) in results.items():
             for a, (e, t) in enumerate(zip(estimate, data.expected_sq_dist)):
-                rows.append({"n": n, "seed": seed, "method": method, "lf": a + 1, "abs_error": abs(e - t), "fit_seconds": secs})
+                rows.append(
+                    {
+                        "n": n,
+                        "seed": seed,
+                        "method": method,
+                        "lf": a + 1,
+                        "abs_error": abs(e - t),
+                        "fit_seconds": secs,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -62,7 +77,9 @@ def exact_posterior_accuracy(data: Any) -> float:
     return float(np.mean(post.argmax(axis=1) == data.Y))
 
 
-def ranking_label_model(ns: list[int], seeds: list[int], progress: Progress = _identity) -> pd.DataFrame:
+def ranking_label_model(
+    ns: list[int], seeds: list[int], progress: Progress = _identity
+) -> pd.DataFrame:
     """Label-model accuracy with theta = [0, 0, 1] (two pure-noise LFs)."""
     rows = []
     for n, seed in progress([(n, s) for n in ns for s in seeds]):
@@ -70,11 +87,15 @@ def ranking_label_model(ns: list[int], seeds: list[int], progress: Progress = _i
         acc = {"exact posterior (true parameters)": exact_posterior_accuracy(data)}
         likelier = data.support[np.argmax(data.prior[data.support])]
         acc["likelier center (oracle prior)"] = float(np.mean(data.Y == likelier))
-        acc["kemeny (unweighted)"] = float(np.mean(kemeny(data.L, data.space) == data.Y))
+        acc["kemeny (unweighted)"] = float(
+            np.mean(kemeny(data.L, data.space) == data.Y)
+        )
         for est in ("mle", "tensor", "uws"):
             lm, _ = _fit(data.space, data.L, est, seed)
             acc[est] = float(np.mean(lm.predict(data.L) == data.Y))
-        rows += [{"n": n, "seed": seed, "method": k, "accuracy": v} for k, v in acc.items()]
+        rows += [
+            {"n": n, "seed": seed, "method": k, "accuracy": v} for k, v in acc.items()
+        ]
     return pd.DataFrame(rows)
 
 
@@ -85,8 +106,13 @@ def _center_features(data: Any, seed: int) -> np.ndarray:
     support = data.support
     cls = np.searchsorted(support, data.Y)
     X, c = make_classification(
-        n_samples=4 * len(data.Y), n_features=10, n_informative=5, n_classes=len(support),
-        weights=list(data.prior[support]), random_state=seed, class_sep=1.0,
+        n_samples=4 * len(data.Y),
+        n_features=10,
+        n_informative=5,
+        n_classes=len(support),
+        weights=list(data.prior[support]),
+        random_state=seed,
+        class_sep=1.0,
     )
     # pick, for every row, a feature vector generated for its own class
     X_out = np.empty((len(cls), X.shape[1]))
@@ -97,7 +123,9 @@ def _center_features(data: Any, seed: int) -> np.ndarray:
     return X_out
 
 
-def ranking_end_model(ns: list[int], seeds: list[int], progress: Progress = _identity) -> pd.DataFrame:
+def ranking_end_model(
+    ns: list[int], seeds: list[int], progress: Progress = _identity
+) -> pd.DataFrame:
     """End models on pseudolabels, theta = [0, 0, 1]: train on the first half, test on the second."""
     from sklearn.linear_model import LogisticRegression
 
@@ -112,9 +140,13 @@ def ranking_end_model(ns: list[int], seeds: list[int], progress: Progress = _ide
         acc = {}
         if len(np.unique(pseudo)) > 1:
             clf = LogisticRegression(max_iter=1000).fit(X[tr], pseudo)
-            acc["logistic regression on pseudolabels"] = float(np.mean(clf.predict(X[te]) == data.Y[te]))
+            acc["logistic regression on pseudolabels"] = float(
+                np.mean(clf.predict(X[te]) == data.Y[te])
+            )
         else:
-            acc["logistic regression on pseudolabels"] = float(np.mean(pseudo[0] == data.Y[te]))
+            acc["logistic regression on pseudolabels"] = float(
+                np.mean(pseudo[0] == data.Y[te])
+            )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             weights = lm.loss_weights(data.L[tr])
@@ -124,13 +156,19 @@ def ranking_end_model(ns: list[int], seeds: list[int], progress: Progress = _ide
             ("kernel, naive pseudolabels", pseudo),
             ("kernel, clean labels", data.Y[tr]),
         ):
-            model = ss.KernelStructuredPredictor(data.space, **kernel).fit(X[tr], target)
+            model = ss.KernelStructuredPredictor(data.space, **kernel).fit(
+                X[tr], target
+            )
             acc[name] = float(np.mean(model.predict(X[te]) == data.Y[te]))
-        rows += [{"n": n, "seed": seed, "method": k, "accuracy": v} for k, v in acc.items()]
+        rows += [
+            {"n": n, "seed": seed, "method": k, "accuracy": v} for k, v in acc.items()
+        ]
     return pd.DataFrame(rows)
 
 
-def hyperbolic(ns: list[int], seeds: list[int], progress: Progress = _identity) -> pd.DataFrame:
+def hyperbolic(
+    ns: list[int], seeds: list[int], progress: Progress = _identity
+) -> pd.DataFrame:
     """Hyperbolic recovery: dim 5, three LFs, tangent variance ~ U(0, 5), y fixed."""
     from snorkel_structured.synthetic_manifold import make_manifold_data
 
@@ -144,7 +182,17 @@ def hyperbolic(ns: list[int], seeds: list[int], progress: Progress = _identity) 
             t0 = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                mm = ss.ManifoldLabelModel(space, estimator=est, noise="wrapped_normal").fit(data.X)
+                mm = ss.ManifoldLabelModel(
+                    space, estimator=est, noise="wrapped_normal"
+                ).fit(data.X)
             secs = time.perf_counter() - t0
-            rows.append({"n": n, "seed": seed, "method": est, "abs_error": abs(mm.noise_scale_[0] - truth[0]), "fit_seconds": secs})
+            rows.append(
+                {
+                    "n": n,
+                    "seed": seed,
+                    "method": est,
+                    "abs_error": abs(mm.noise_scale_[0] - truth[0]),
+                    "fit_seconds": secs,
+                }
+            )
     return pd.DataFrame(rows)

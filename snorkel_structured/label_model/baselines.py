@@ -73,7 +73,9 @@ class AggregatingVoter(BaseEstimator):
 
     def _check(self, L: Any) -> np.ndarray:
         if not isinstance(self.space, FiniteMetricSpace):
-            raise TypeError(f"space must be a FiniteMetricSpace; got {type(self.space).__name__}.")
+            raise TypeError(
+                f"space must be a FiniteMetricSpace; got {type(self.space).__name__}."
+            )
         if self.method not in _METHODS:
             raise ValueError(f"method must be one of {_METHODS}; got {self.method!r}.")
         n_lfs = getattr(self, "n_lfs_", None)
@@ -92,7 +94,9 @@ class AggregatingVoter(BaseEstimator):
         if self.method == "majority":
             tie = "lowest" if self.seed is None else "random"
             return majority_vote(L, len(self.space), tie_break=tie, seed=self.seed)
-        rule = {"kemeny": kemeny, "frechet_mean": frechet_mean, "medoid": medoid}[self.method]
+        rule = {"kemeny": kemeny, "frechet_mean": frechet_mean, "medoid": medoid}[
+            self.method
+        ]
         return rule(L, self.space, self.weights)
 
     def score(self, L: Any, Y: Any) -> dict[str, float]:
@@ -161,4 +165,7 @@ class ManifoldMeanVoter(BaseEstimator):
             raise ValueError(f"Y must have shape {pred.shape}; got {Y.shape}.")
         ok = ~np.isnan(pred).any(axis=1)
         d = self.space.dist(pred[ok], Y[ok])
-        return {"mean_distance": float(np.mean(d)), "mean_sq_distance": float(np.mean(d**2))}
+        return {
+            "mean_distance": float(np.mean(d)),
+            "mean_sq_distance": float(np.mean(d**2)),
+        }

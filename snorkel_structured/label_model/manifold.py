@@ -9,7 +9,11 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from snorkel_structured._chunks import is_dask_collection, map_partitions_to_array, reduce_stats
+from snorkel_structured._chunks import (
+    is_dask_collection,
+    map_partitions_to_array,
+    reduce_stats,
+)
 from snorkel_structured._persistence import PersistenceMixin
 from snorkel_structured._validation import (
     check_is_fitted,
@@ -41,9 +45,13 @@ def _as_outputs(chunk: Any, space: Any) -> np.ndarray:
     return arr
 
 
-def _chunk_stats(chunk: Any, *, space: Any, atol: float, n_lfs: int | None) -> ManifoldStats:
+def _chunk_stats(
+    chunk: Any, *, space: Any, atol: float, n_lfs: int | None
+) -> ManifoldStats:
     """ManifoldStats of one chunk (module level, so Dask workers can unpickle it)."""
-    X = check_manifold_outputs(_as_outputs(chunk, space), space, name="X", atol=atol, n_lfs=n_lfs)
+    X = check_manifold_outputs(
+        _as_outputs(chunk, space), space, name="X", atol=atol, n_lfs=n_lfs
+    )
     if X.shape[1] < 3:
         raise ValueError(
             f"X must have at least 3 labeling functions (axis 1); got shape {X.shape}. "
@@ -52,8 +60,12 @@ def _chunk_stats(chunk: Any, *, space: Any, atol: float, n_lfs: int | None) -> M
     return ManifoldStats._from_checked(X, space)
 
 
-def _predict_block(chunk: Any, *, space: Any, atol: float, n_lfs: int, weights: np.ndarray) -> np.ndarray:
-    X = check_manifold_outputs(_as_outputs(chunk, space), space, name="X", atol=atol, n_lfs=n_lfs)
+def _predict_block(
+    chunk: Any, *, space: Any, atol: float, n_lfs: int, weights: np.ndarray
+) -> np.ndarray:
+    X = check_manifold_outputs(
+        _as_outputs(chunk, space), space, name="X", atol=atol, n_lfs=n_lfs
+    )
     return space.frechet_mean(X, weights)
 
 
@@ -138,14 +150,20 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
                 f"{self.space!r}. For products, fit one model per factor."
             )
         if self.estimator not in ESTIMATORS:
-            raise ValueError(f"estimator must be one of {ESTIMATORS}; got {self.estimator!r}.")
+            raise ValueError(
+                f"estimator must be one of {ESTIMATORS}; got {self.estimator!r}."
+            )
         if self.weighting not in WEIGHTINGS:
-            raise ValueError(f"weighting must be one of {WEIGHTINGS}; got {self.weighting!r}.")
+            raise ValueError(
+                f"weighting must be one of {WEIGHTINGS}; got {self.weighting!r}."
+            )
         check_scalar(self.min_overlap, "min_overlap", kind="int", low=1)
         check_scalar(self.atol, "atol", low=0.0)
 
     def _stats(self, X: Any, n_lfs: int | None = None) -> ManifoldStats:
-        to_stats = functools.partial(_chunk_stats, space=self.space, atol=self.atol, n_lfs=n_lfs)
+        to_stats = functools.partial(
+            _chunk_stats, space=self.space, atol=self.atol, n_lfs=n_lfs
+        )
         if is_dask_collection(X) or isinstance(X, Iterator):
             return reduce_stats(X, to_stats)
         return to_stats(X)
@@ -233,7 +251,10 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
         """
         check_is_fitted(self, "weights_")
         fn = functools.partial(
-            _predict_block, space=self.space, atol=self.atol, n_lfs=self.n_lfs_,
+            _predict_block,
+            space=self.space,
+            atol=self.atol,
+            n_lfs=self.n_lfs_,
             weights=self.weights_,
         )
         if is_dask_collection(X):

@@ -13,7 +13,11 @@ from scipy.special import logsumexp
 from snorkel.analysis import metric_score
 from snorkel.labeling.model.base_labeler import BaseLabeler
 
-from snorkel_structured._chunks import is_dask_collection, map_partitions_to_array, reduce_stats
+from snorkel_structured._chunks import (
+    is_dask_collection,
+    map_partitions_to_array,
+    reduce_stats,
+)
 from snorkel_structured._persistence import PersistenceMixin
 from snorkel_structured._validation import (
     ABSTAIN,
@@ -22,8 +26,13 @@ from snorkel_structured._validation import (
     check_scalar,
     check_seed,
 )
-from snorkel_structured.estimators._stats import VoteStats, _count_patterns
-from snorkel_structured.estimators.em import _DENSE_MAX, em_refine, mle_estimate, support_log_table
+from snorkel_structured.estimators._stats import VoteStats, _count_patterns, unique_rows
+from snorkel_structured.estimators.em import (
+    _DENSE_MAX,
+    em_refine,
+    mle_estimate,
+    support_log_table,
+)
 from snorkel_structured.estimators.uws import uws_expected_sq_dist
 from snorkel_structured.exceptions import IdentifiabilityWarning
 from snorkel_structured.noise.finite import (
@@ -41,39 +50,27 @@ _TIE_BREAK = ("abstain", "true-random", "random")
 _STRUCTURED_METRICS = ("mean_distance", "mean_sq_distance")
 # Snorkel LabelModel.fit options that configure its torch optimizer: accepted, unused.
 _SNORKEL_TRAIN_KEYS = frozenset(
-    {"n_epochs", "lr", "l2", "optimizer", "optimizer_config", "lr_scheduler",
-     "lr_scheduler_config", "prec_init", "log_freq", "mu_eps"}
+    {
+        "n_epochs",
+        "lr",
+        "l2",
+        "optimizer",
+        "optimizer_config",
+        "lr_scheduler",
+        "lr_scheduler_config",
+        "prec_init",
+        "log_freq",
+        "mu_eps",
+    }
 )
-_DENSE_CODE_LIMIT = 1 << 24
 # predict_proba(L) refuses to return a full (n_samples, r) array above this many bytes.
 MAX_PROBA_BYTES = 1 << 30
 _LABELS = ("all", "support")
 
 
-def _unique_rows(L: np.ndarray, r: int) -> tuple[np.ndarray, np.ndarray]:
-    """Unique rows of a validated L and the inverse map (rows -> unique index)."""
-    n, m = L.shape
-    base = r + 1
-    if float(base) ** m < 2.0**62:
-        powers = base ** np.arange(m - 1, -1, -1, dtype=np.int64)
-        codes = (L[:, 0] + 1) * powers[0]
-        for a in range(1, m):  # m vectorized multiply-adds
-            codes += (L[:, a] + 1) * powers[a]
-        if base**m <= max(_DENSE_CODE_LIMIT, 4 * n):
-            seen = np.zeros(base**m, dtype=np.int64)
-            seen[codes] = 1
-            uniq = np.flatnonzero(seen)
-            pos = np.cumsum(seen) - 1
-            inverse = pos[codes]
-        else:
-            uniq, inverse = np.unique(codes, return_inverse=True)
-        patterns = (uniq[:, None] // powers[None, :]) % base - 1
-        return patterns, inverse.ravel()
-    patterns, inverse = np.unique(L, axis=0, return_inverse=True)
-    return patterns, inverse.ravel()
-
-
-def _chunk_stats(chunk: Any, *, n_labels: int, name: str, n_lfs: int | None) -> VoteStats:
+def _chunk_stats(
+    chunk: Any, *, n_labels: int, name: str, n_lfs: int | None
+) -> VoteStats:
     """VoteStats of one chunk of rows (module level, so Dask workers can unpickle it)."""
     L = check_label_matrix(chunk, n_labels=n_labels, min_lfs=3, name=name, n_lfs=n_lfs)
     patterns, counts = _count_patterns(L, n_labels)
@@ -100,7 +97,9 @@ class _SupportPosterior:
     This is what Dask workers receive for partition-wise prediction.
     """
 
-    def __init__(self, table: np.ndarray, log_prior: np.ndarray, support: np.ndarray, r: int) -> None:
+    def __init__(
+        self, table: np.ndarray, log_prior: np.ndarray, support: np.ndarray, r: int
+    ) -> None:
         self.table = table
         self.log_prior = log_prior
         self.support = support
@@ -108,11 +107,13 @@ class _SupportPosterior:
         self.n_lfs = table.shape[0]
 
     def check(self, L: Any, name: str = "L") -> np.ndarray:
-        return check_label_matrix(L, n_labels=self.r, min_lfs=3, name=name, n_lfs=self.n_lfs)
+        return check_label_matrix(
+            L, n_labels=self.r, min_lfs=3, name=name, n_lfs=self.n_lfs
+        )
 
     def log_proba(self, L: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """log P(Y = support_j | pattern) over the unique rows, and the inverse map."""
-        patterns, inverse = _unique_rows(L, self.r)
+        patterns, inverse = unique_rows(L, self.r)
         out = np.tile(self.log_prior, (patterns.shape[0], 1))
         for a in range(self.n_lfs):  # one (n_patterns, k) gather per LF
             out += self.table[a][patterns[:, a] + 1]
@@ -147,13 +148,21 @@ class _SupportPosterior:
                 preds[rows] = ABSTAIN
             else:
                 t = tied[inverse[rows]]
-                if tie_break_policy == "random":  # deterministic per row index and label
-                    keys = ((rows[:, None].astype(np.uint64) * np.uint64(2654435761)
-                             + self.support.astype(np.uint64)[None, :] * np.uint64(40503))
-                            % np.uint64(1 << 31)).astype(np.float64)
+                if (
+                    tie_break_policy == "random"
+                ):  # deterministic per row index and label
+                    keys = (
+                        (
+                            rows[:, None].astype(np.uint64) * np.uint64(2654435761)
+                            + self.support.astype(np.uint64)[None, :] * np.uint64(40503)
+                        )
+                        % np.uint64(1 << 31)
+                    ).astype(np.float64)
                 else:
                     keys = check_seed(seed).random(t.shape)
-                preds[rows] = self.support[np.argmax(np.where(t, keys + 1.0, 0.0), axis=1)]
+                preds[rows] = self.support[
+                    np.argmax(np.where(t, keys + 1.0, 0.0), axis=1)
+                ]
         return preds, probs_u, inverse
 
     def predict_block(self, L: Any, tie_break_policy: str = "abstain") -> np.ndarray:
@@ -265,7 +274,9 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
         seed: Any = None,
         verbose: bool = False,
     ) -> None:
-        BaseLabeler.__init__(self, cardinality=len(space) if hasattr(space, "__len__") else 0)
+        BaseLabeler.__init__(
+            self, cardinality=len(space) if hasattr(space, "__len__") else 0
+        )
         self.space = space
         self.estimator = estimator
         self.n_components = n_components
@@ -291,7 +302,9 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
         names = set(self._param_names())
         for k, v in params.items():
             if k not in names:
-                raise ValueError(f"Invalid parameter {k!r} for StructuredLabelModel; valid: {sorted(names)}.")
+                raise ValueError(
+                    f"Invalid parameter {k!r} for StructuredLabelModel; valid: {sorted(names)}."
+                )
             setattr(self, k, v)
         if "space" in params:
             self.cardinality = len(self.space)
@@ -308,19 +321,25 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
                 f"{type(self.space).__name__}."
             )
         if self.estimator not in _ESTIMATORS:
-            raise ValueError(f"estimator must be one of {_ESTIMATORS}; got {self.estimator!r}.")
+            raise ValueError(
+                f"estimator must be one of {_ESTIMATORS}; got {self.estimator!r}."
+            )
         r = len(self.space)
         if self.n_components is not None:
             check_scalar(self.n_components, "n_components", kind="int", low=1, high=r)
         if not isinstance(self.label_dependent, (bool, np.bool_)):
-            raise TypeError(f"label_dependent must be a bool; got {self.label_dependent!r}.")
+            raise TypeError(
+                f"label_dependent must be a bool; got {self.label_dependent!r}."
+            )
         if self.label_dependent and self.estimator != "mle":
             raise ValueError(
                 f"label_dependent=True needs estimator='mle'; got estimator={self.estimator!r}."
             )
         check_scalar(self.max_iter, "max_iter", kind="int", low=1)
         check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
-        check_seed(self.seed if not isinstance(self.seed, np.random.Generator) else None)
+        check_seed(
+            self.seed if not isinstance(self.seed, np.random.Generator) else None
+        )
 
     def _support(self) -> np.ndarray | None:
         ps, r = self.prior_support, len(self.space)
@@ -329,21 +348,30 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
                 return None
             if ps == "all":
                 return np.arange(r)
-            raise ValueError(f"prior_support must be 'auto', 'all' or label indices; got {ps!r}.")
+            raise ValueError(
+                f"prior_support must be 'auto', 'all' or label indices; got {ps!r}."
+            )
         idx = np.asarray(ps)
         if idx.ndim != 1 or idx.size == 0 or idx.dtype.kind not in "iu":
             raise ValueError(
                 f"prior_support must be a non-empty 1-D array of label indices; got {idx!r}."
             )
         if (idx < 0).any() or (idx >= r).any():
-            raise ValueError(f"prior_support holds indices outside [0, {r}); got {idx.tolist()}.")
+            raise ValueError(
+                f"prior_support holds indices outside [0, {r}); got {idx.tolist()}."
+            )
         return np.unique(idx)
 
     def _check_class_balance(self, class_balance: Any, Y_dev: Any) -> np.ndarray | None:
         r = len(self.space)
         if class_balance is not None:
             p = np.asarray(class_balance, dtype=np.float64)
-            if p.shape != (r,) or not np.isfinite(p).all() or (p < 0).any() or p.sum() <= 0:
+            if (
+                p.shape != (r,)
+                or not np.isfinite(p).all()
+                or (p < 0).any()
+                or p.sum() <= 0
+            ):
                 raise ValueError(
                     f"class_balance must be {r} non-negative numbers (one per label of the "
                     f"space) with a positive sum; got shape {p.shape}."
@@ -364,15 +392,21 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
                 f"{name} must be a 1-D array of label indices; got shape {y.shape}, dtype {y.dtype}."
             )
         if n is not None and y.size != n:
-            raise ValueError(f"{name} must have one label per row of L ({n}); got {y.size}.")
+            raise ValueError(
+                f"{name} must have one label per row of L ({n}); got {y.size}."
+            )
         bad = (y < 0) | (y >= r)
         if bad.any():
             i = int(np.argmax(bad))
-            raise ValueError(f"{name} holds a label outside [0, {r}): entry {i} is {y[i]}.")
+            raise ValueError(
+                f"{name} holds a label outside [0, {r}): entry {i} is {y[i]}."
+            )
         return y.astype(np.int64)
 
     def _check_L(self, L: Any, name: str = "L") -> np.ndarray:
-        return check_label_matrix(L, n_labels=len(self.space), min_lfs=3, name=name, n_lfs=self.n_lfs_)
+        return check_label_matrix(
+            L, n_labels=len(self.space), min_lfs=3, name=name, n_lfs=self.n_lfs_
+        )
 
     # -- fitting ---------------------------------------------------------------------
     def fit(
@@ -424,7 +458,9 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
         stats = self._collect_stats(L_train, "L_train")
         return self._fit_stats(stats, fixed, config)
 
-    def _collect_stats(self, data: Any, name: str, n_lfs: int | None = None) -> VoteStats:
+    def _collect_stats(
+        self, data: Any, name: str, n_lfs: int | None = None
+    ) -> VoteStats:
         """VoteStats of an array, an iterator of chunks or a Dask collection."""
         to_stats = functools.partial(
             _chunk_stats, n_labels=len(self.space), name=name, n_lfs=n_lfs
@@ -433,7 +469,9 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
             return reduce_stats(data, to_stats)
         return to_stats(data)
 
-    def fit_stats(self, stats: VoteStats, class_balance: Any = None) -> StructuredLabelModel:
+    def fit_stats(
+        self, stats: VoteStats, class_balance: Any = None
+    ) -> StructuredLabelModel:
         """Fit from vote-pattern counts (e.g. ``sum`` of per-chunk ``VoteStats``).
 
         Parameters
@@ -460,7 +498,9 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
                 f"stats must have at least 3 labeling functions; got {stats.n_lfs}. Add "
                 "labeling functions."
             )
-        return self._fit_stats(stats, self._check_class_balance(class_balance, None), {})
+        return self._fit_stats(
+            stats, self._check_class_balance(class_balance, None), {}
+        )
 
     def partial_fit(self, L_chunk: Any) -> StructuredLabelModel:
         """Add the votes of ``L_chunk`` to the statistics and re-estimate.
@@ -482,10 +522,16 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
             stats = self.stats_ + stats
         return self._fit_stats(stats, getattr(self, "_fixed_prior", None), {})
 
-    def _fit_stats(self, stats: VoteStats, fixed: np.ndarray | None, config: dict[str, Any]) -> StructuredLabelModel:
+    def _fit_stats(
+        self, stats: VoteStats, fixed: np.ndarray | None, config: dict[str, Any]
+    ) -> StructuredLabelModel:
         seed = config.get("seed", self.seed)
-        max_iter = check_scalar(config.get("max_iter", self.max_iter), "max_iter", kind="int", low=1)
-        tol = check_scalar(config.get("tol", self.tol), "tol", low=0.0, low_inclusive=False)
+        max_iter = check_scalar(
+            config.get("max_iter", self.max_iter), "max_iter", kind="int", low=1
+        )
+        tol = check_scalar(
+            config.get("tol", self.tol), "tol", low=0.0, low_inclusive=False
+        )
         rng = check_seed(seed)
         r = len(self.space)
         large = r > _DENSE_MAX
@@ -495,7 +541,11 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
                 f"labels is above {_DENSE_MAX}. Use estimator='mle', which works on the "
                 "rows of the support only."
             )
-        if large and isinstance(self.prior_support, str) and self.prior_support == "all":
+        if (
+            large
+            and isinstance(self.prior_support, str)
+            and self.prior_support == "all"
+        ):
             raise ValueError(
                 f"prior_support='all' on a space of {r} labels would need (n_patterns, "
                 f"{r}) tables; use 'auto' (or n_components) or give the label indices."
@@ -506,8 +556,14 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
             warnings.simplefilter("always")
             if self.estimator == "mle":
                 est = mle_estimate(
-                    stats, self.space if large else S, n_components=self.n_components, support=support, prior=fixed,
-                    label_dependent=bool(self.label_dependent), max_iter=max_iter, tol=tol,
+                    stats,
+                    self.space if large else S,
+                    n_components=self.n_components,
+                    support=support,
+                    prior=fixed,
+                    label_dependent=bool(self.label_dependent),
+                    max_iter=max_iter,
+                    tol=tol,
                     seed=rng,
                 )
                 prior, theta, ll = est.prior, est.theta, est.log_likelihood
@@ -516,12 +572,16 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
                 from snorkel_structured.estimators.tensor import tensor_estimate
 
                 t = tensor_estimate(stats, S, n_components=self.n_components, seed=rng)
-                prior = np.asarray(t.prior, dtype=np.float64) if fixed is None else fixed
+                prior = (
+                    np.asarray(t.prior, dtype=np.float64) if fixed is None else fixed
+                )
                 theta = np.asarray(t.theta, dtype=np.float64)
                 ll = float("nan")
                 expected = None
             else:
-                prior, theta, ll = self._fit_uws(stats, S, fixed, support, max_iter, tol)
+                prior, theta, ll = self._fit_uws(
+                    stats, S, fixed, support, max_iter, tol
+                )
                 expected = None
         self.fit_warnings_ = [str(w.message) for w in caught]
         for w in caught:  # re-emit, pointing at the caller
@@ -532,7 +592,8 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
         self.support_ = np.flatnonzero(self.prior_ > 0)
         self.theta_ = np.asarray(theta, dtype=np.float64)
         self.expected_sq_dist_ = (
-            np.asarray(expected, dtype=np.float64) if expected is not None
+            np.asarray(expected, dtype=np.float64)
+            if expected is not None
             else expected_sq_dist(S, self.theta_, self.prior_)
         )
         self.coverage_ = stats.coverage()
@@ -543,8 +604,15 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
         self._posterior = _SupportPosterior(table, np.log(self.prior_[T]), T, r)
         return self
 
-    def _fit_uws(self, stats: VoteStats, S: np.ndarray, fixed: np.ndarray | None,
-                 support: np.ndarray | None, max_iter: int, tol: float) -> tuple[np.ndarray, np.ndarray, float]:
+    def _fit_uws(
+        self,
+        stats: VoteStats,
+        S: np.ndarray,
+        fixed: np.ndarray | None,
+        support: np.ndarray | None,
+        max_iter: int,
+        tol: float,
+    ) -> tuple[np.ndarray, np.ndarray, float]:
         m, r = stats.n_lfs, len(self.space)
         P, c = np.asarray(stats.patterns), np.asarray(stats.counts)
         M = np.full((m, m), np.nan)
@@ -561,7 +629,9 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
             warnings.warn(
                 f"UWS could not estimate E[d^2] for LFs {np.flatnonzero(bad).tolist()} "
                 "(no fully observed triplet, or additivity badly violated); treated as "
-                "the most accurate possible.", IdentifiabilityWarning, stacklevel=4,
+                "the most accurate possible.",
+                IdentifiabilityWarning,
+                stacklevel=4,
             )
             e = np.where(np.isfinite(e), np.maximum(e, 0.0), 0.0)
         base = fixed if fixed is not None else np.full(r, 1.0 / r)
@@ -571,8 +641,16 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
         T = np.arange(r) if support is None else support
         p0 = np.zeros(r)
         p0[T] = 1.0 / T.size
-        est = em_refine(stats, S, theta=theta, prior=p0, support=T, fixed_theta=True,
-                        max_iter=max_iter, tol=tol)
+        est = em_refine(
+            stats,
+            S,
+            theta=theta,
+            prior=p0,
+            support=T,
+            fixed_theta=True,
+            max_iter=max_iter,
+            tol=tol,
+        )
         return est.prior, theta, est.log_likelihood
 
     # -- fitted model ------------------------------------------------------------------
@@ -602,7 +680,9 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
         cov = self.coverage_
         out = np.empty((self.n_lfs_, len(self.space) + 1, len(self.space)))
         out[:, 0, :] = (1.0 - cov)[:, None]
-        out[:, 1:, :] = cov[:, None, None] * np.exp(self.log_conditional_probs()).transpose(0, 2, 1)
+        out[:, 1:, :] = cov[:, None, None] * np.exp(
+            self.log_conditional_probs()
+        ).transpose(0, 2, 1)
         return out
 
     def get_weights(self) -> np.ndarray:
@@ -706,7 +786,9 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
         """
         check_is_fitted(self, "theta_")
         if tie_break_policy not in _TIE_BREAK:
-            raise ValueError(f"tie_break_policy must be one of {_TIE_BREAK}; got {tie_break_policy!r}.")
+            raise ValueError(
+                f"tie_break_policy must be one of {_TIE_BREAK}; got {tie_break_policy!r}."
+            )
         post = self._posterior
         if is_dask_collection(L):
             if return_probs or tie_break_policy == "true-random":
@@ -715,8 +797,12 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
                     "tie_break_policy='true-random'; call predict_proba(L) separately."
                 )
             return map_partitions_to_array(
-                L, functools.partial(post.predict_block, tie_break_policy=tie_break_policy),
-                (), np.int64,
+                L,
+                functools.partial(
+                    post.predict_block, tie_break_policy=tie_break_policy
+                ),
+                (),
+                np.int64,
             )
         L = self._check_L(L)
         preds, probs_u, inverse = post.predict(L, tie_break_policy, seed)
@@ -770,9 +856,14 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
                 self._check_budget(L.shape[0], MAX_PROBA_BYTES, "")
                 probs = np.zeros((L.shape[0], len(self.space)))
                 probs[:, self.support_] = probs_u[inverse]
-            out[name] = float(metric_score(golds=y[keep], preds=preds[keep],
-                                           probs=None if probs is None else probs[keep],
-                                           metric=name))
+            out[name] = float(
+                metric_score(
+                    golds=y[keep],
+                    preds=preds[keep],
+                    probs=None if probs is None else probs[keep],
+                    metric=name,
+                )
+            )
         return out
 
     def sample_pseudolabels(self, L: Any, seed: Any = None) -> np.ndarray:
@@ -800,8 +891,13 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
 
     # -- noise-aware end-model training (see snorkel_structured.noise_aware) ------------
     def noise_matrix(
-        self, *, rule: str = "sample", support: Any = None, min_prior: float = 0.05,
-        seed: Any = None, **options: Any,
+        self,
+        *,
+        rule: str = "sample",
+        support: Any = None,
+        min_prior: float = 0.05,
+        seed: Any = None,
+        **options: Any,
     ) -> NoiseMatrix:
         """Q_ij = P(pseudolabel = y_j | Y = y_i) under the fitted model, on the support.
 
@@ -815,15 +911,28 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
         """
         check_is_fitted(self, "theta_")
         return noise_matrix(
-            self.space, self.theta_, self.prior_,
-            abstain=np.minimum(1.0 - self.coverage_, 1.0 - 1e-9), rule=rule,
-            support=support, min_prior=min_prior, seed=seed, **options,
+            self.space,
+            self.theta_,
+            self.prior_,
+            abstain=np.minimum(1.0 - self.coverage_, 1.0 - 1e-9),
+            rule=rule,
+            support=support,
+            min_prior=min_prior,
+            seed=seed,
+            **options,
         )
 
     def loss_weights(
-        self, L: Any, *, rule: str = "sample", support: Any = None,
-        min_prior: float = 0.05, noise: NoiseMatrix | None = None, index: Any = None,
-        seed: Any = None, **options: Any,
+        self,
+        L: Any,
+        *,
+        rule: str = "sample",
+        support: Any = None,
+        min_prior: float = 0.05,
+        noise: NoiseMatrix | None = None,
+        index: Any = None,
+        seed: Any = None,
+        **options: Any,
     ) -> Any:
         """Pseudolabels and Q^-1 loss weights per row, as a pandas DataFrame.
 
@@ -845,5 +954,11 @@ class StructuredLabelModel(PersistenceMixin, BaseLabeler):
                 rule=rule, support=support, min_prior=min_prior, seed=q_rng, **options
             )
         return loss_weights(
-            L, self.space, self.theta_, self.prior_, noise=noise, index=index, seed=z_rng,
+            L,
+            self.space,
+            self.theta_,
+            self.prior_,
+            noise=noise,
+            index=index,
+            seed=z_rng,
         )

@@ -31,7 +31,11 @@ __all__ = [
 
 def _theta_by_label(theta: np.ndarray, r: int) -> np.ndarray:
     theta = np.asarray(theta, dtype=np.float64)
-    return np.broadcast_to(theta[:, None], (theta.shape[0], r)) if theta.ndim == 1 else theta
+    return (
+        np.broadcast_to(theta[:, None], (theta.shape[0], r))
+        if theta.ndim == 1
+        else theta
+    )
 
 
 def log_conditional_probs(S: np.ndarray, theta: np.ndarray) -> np.ndarray:
@@ -49,7 +53,9 @@ def log_conditional_probs(S: np.ndarray, theta: np.ndarray) -> np.ndarray:
     return logits - logsumexp(logits, axis=2, keepdims=True)
 
 
-def log_posterior(L: np.ndarray, log_cond: np.ndarray, log_prior: np.ndarray) -> np.ndarray:
+def log_posterior(
+    L: np.ndarray, log_cond: np.ndarray, log_prior: np.ndarray
+) -> np.ndarray:
     """log P(Y = y | votes) for each row of ``L``: shape (n, r).
 
     P(Y = y | lambda) is proportional to prior_y prod_a P(lambda_a | y) over the LFs that
@@ -64,12 +70,16 @@ def log_posterior(L: np.ndarray, log_cond: np.ndarray, log_prior: np.ndarray) ->
     log_prior : ndarray of shape (r,)
     """
     n, m = L.shape
-    out = np.broadcast_to(np.asarray(log_prior, dtype=np.float64), (n, log_cond.shape[1])).copy()
+    out = np.broadcast_to(
+        np.asarray(log_prior, dtype=np.float64), (n, log_cond.shape[1])
+    ).copy()
     for a in range(m):  # one vectorized gather per LF
         voted = L[:, a] != ABSTAIN
         out[voted] += log_cond[a][:, L[voted, a]].T
     all_neg_inf = np.isneginf(out).all(axis=1)
-    if all_neg_inf.any():  # votes impossible under every supported label: fall back to prior
+    if (
+        all_neg_inf.any()
+    ):  # votes impossible under every supported label: fall back to prior
         out[all_neg_inf] = log_prior
     return out - logsumexp(out, axis=1, keepdims=True)
 
@@ -85,7 +95,9 @@ def expected_sq_dist(S: np.ndarray, theta: np.ndarray, prior: np.ndarray) -> np.
     return expected_sq_dist_by_label(S, theta) @ np.asarray(prior, dtype=np.float64)
 
 
-def _moments(S: np.ndarray, theta: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _moments(
+    S: np.ndarray, theta: np.ndarray, weights: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Mean and variance of d^2 under exp(-theta S[y, .]) for each (target, label)."""
     # theta: (t,), weights over labels: (t, r) -> mean/var per target, weighted over y.
     logits = -theta[:, None, None] * S[None, :, :]
@@ -135,7 +147,11 @@ def theta_from_expected_sq_dist(
         weights = np.repeat(np.eye(r)[None], target.shape[0], axis=0).reshape(-1, r)
         flat = target.reshape(-1)
     else:
-        w = np.full(r, 1.0 / r) if prior is None else np.asarray(prior, dtype=np.float64)
+        w = (
+            np.full(r, 1.0 / r)
+            if prior is None
+            else np.asarray(prior, dtype=np.float64)
+        )
         if w.shape != (r,):
             raise ValueError(f"prior must have shape ({r},); got {w.shape}.")
         flat = target.reshape(-1)
@@ -160,7 +176,9 @@ def theta_from_expected_sq_dist(
         newton = x[active] + g / np.maximum(var, 1e-300)
         inside = (newton > a_lo) & (newton < a_hi)
         nxt = np.where(inside, newton, 0.5 * (a_lo + a_hi))
-        done = (np.abs(nxt - x[active]) <= xtol * (1.0 + np.abs(nxt))) | (a_hi - a_lo <= xtol)
+        done = (np.abs(nxt - x[active]) <= xtol * (1.0 + np.abs(nxt))) | (
+            a_hi - a_lo <= xtol
+        )
         lo[active], hi[active], x[active] = a_lo, a_hi, nxt
         idx = np.flatnonzero(active)
         active[idx[done]] = False
@@ -204,8 +222,14 @@ def sample_votes(
     m = th.shape[0]
     labels, inverse = np.unique(y, return_inverse=True)
     if labels.size and (labels[0] < 0 or labels[-1] >= r):
-        raise ValueError(f"y must hold label indices in [0, {r}); got {labels[[0, -1]]}.")
-    rows = S.squared_distance_rows(labels) if isinstance(S, FiniteMetricSpace) else S[labels]
+        raise ValueError(
+            f"y must hold label indices in [0, {r}); got {labels[[0, -1]]}."
+        )
+    rows = (
+        S.squared_distance_rows(labels)
+        if isinstance(S, FiniteMetricSpace)
+        else S[labels]
+    )
     rates = np.broadcast_to(np.asarray(abstain, dtype=np.float64), (m,))
     if ((rates < 0) | (rates > 1)).any():
         raise ValueError(f"abstain rates must be in [0, 1]; got {rates}.")
@@ -214,7 +238,9 @@ def sample_votes(
     k = labels.size
     offsets = np.arange(k, dtype=np.float64)
     for a in range(m):  # one vectorized draw per LF (m is small)
-        logp = log_conditional_probs(rows, th[a : a + 1] if th.ndim == 1 else th[a : a + 1, labels])[0]
+        logp = log_conditional_probs(
+            rows, th[a : a + 1] if th.ndim == 1 else th[a : a + 1, labels]
+        )[0]
         cdf = np.cumsum(np.exp(logp), axis=1)
         cdf /= cdf[:, -1:]
         flat = (cdf + offsets[:, None]).ravel()
@@ -248,10 +274,16 @@ class FiniteNoiseModel:
 
     def __init__(self, space: FiniteMetricSpace, theta: Any) -> None:
         if not isinstance(space, FiniteMetricSpace):
-            raise TypeError(f"space must be a FiniteMetricSpace; got {type(space).__name__}.")
+            raise TypeError(
+                f"space must be a FiniteMetricSpace; got {type(space).__name__}."
+            )
         th = np.array(theta, dtype=np.float64)
         r = len(space)
-        if th.ndim not in (1, 2) or (th.ndim == 2 and th.shape[1] != r) or th.shape[0] == 0:
+        if (
+            th.ndim not in (1, 2)
+            or (th.ndim == 2 and th.shape[1] != r)
+            or th.shape[0] == 0
+        ):
             raise ValueError(f"theta must have shape (m,) or (m, {r}); got {th.shape}.")
         if not np.isfinite(th).all():
             raise ValueError("theta must be finite.")
@@ -274,7 +306,11 @@ class FiniteNoiseModel:
     def expected_sq_dist(self, prior: Any = None) -> np.ndarray:
         """E[d^2(lambda_a, Y)], shape (m,); prior over Y defaults to uniform."""
         r = len(self.space)
-        p = np.full(r, 1.0 / r) if prior is None else np.asarray(prior, dtype=np.float64)
+        p = (
+            np.full(r, 1.0 / r)
+            if prior is None
+            else np.asarray(prior, dtype=np.float64)
+        )
         return expected_sq_dist(self.space.squared_distance_matrix, self.theta, p)
 
     @classmethod
@@ -282,14 +318,20 @@ class FiniteNoiseModel:
         cls, space: FiniteMetricSpace, expected: Any, prior: Any = None
     ) -> FiniteNoiseModel:
         """The model whose E[d^2] per LF (or per LF and label) equals ``expected``."""
-        theta = theta_from_expected_sq_dist(space.squared_distance_matrix, expected, prior)
+        theta = theta_from_expected_sq_dist(
+            space.squared_distance_matrix, expected, prior
+        )
         return cls(space, theta)
 
     def sample(self, y: Any, *, abstain: Any = 0.0, seed: Any = None) -> np.ndarray:
         """Votes of every LF for the true labels ``y``: (n, m) ints, -1 = abstain."""
         check_scalar(float(np.max(abstain)), "abstain", low=0.0, high=1.0)
         return sample_votes(
-            self.space.squared_distance_matrix, self.theta, y, abstain=abstain, seed=seed
+            self.space.squared_distance_matrix,
+            self.theta,
+            y,
+            abstain=abstain,
+            seed=seed,
         )
 
     def __eq__(self, other: object) -> bool:

@@ -106,10 +106,14 @@ class _ManifoldNoise:
     @property
     def invariant_name(self) -> str:
         """``"cosh"`` (hyperbolic), ``"cos"`` (sphere) or ``"sq_dist"`` (Euclidean)."""
-        return {Hyperbolic: "cosh", Sphere: "cos", Euclidean: "sq_dist"}[type(self.space)]
+        return {Hyperbolic: "cosh", Sphere: "cos", Euclidean: "sq_dist"}[
+            type(self.space)
+        ]
 
     # --- to implement -----------------------------------------------------------------
-    def radial_rule(self, scale: float) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
+    def radial_rule(
+        self, scale: float
+    ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
         raise NotImplementedError
 
     def _sample_radius(self, scale: np.ndarray, rng) -> np.ndarray:  # pragma: no cover
@@ -125,7 +129,9 @@ class _ManifoldNoise:
         s = np.asarray(scale, dtype=np.float64)
         lo, hi = self.scale_bounds
         if not np.all(np.isfinite(s)) or np.any(s <= lo) or np.any(s > hi):
-            bad = s.ravel()[~(np.isfinite(s.ravel()) & (s.ravel() > lo) & (s.ravel() <= hi))][0]
+            bad = s.ravel()[
+                ~(np.isfinite(s.ravel()) & (s.ravel() > lo) & (s.ravel() <= hi))
+            ][0]
             raise ValueError(
                 f"{name} ({self.parameter_name}) must be in ({lo}, {hi}] for {self!r}; got "
                 f"{bad!r}."
@@ -255,16 +261,24 @@ class _ManifoldNoise:
         -------
         pair_sq_dist : ndarray of shape (...)
         """
-        sa, sb = np.broadcast_arrays(self._check_scale(scale_a), self._check_scale(scale_b))
+        sa, sb = np.broadcast_arrays(
+            self._check_scale(scale_a), self._check_scale(scale_b)
+        )
         t, wt = _angle_rule(self.space.dim)
         flat_a, flat_b = sa.ravel(), sb.ravel()
-        rules = {float(v): self.radial_rule(float(v), _N_RADIAL) for v in np.unique(np.r_[flat_a, flat_b])}
+        rules = {
+            float(v): self.radial_rule(float(v), _N_RADIAL)
+            for v in np.unique(np.r_[flat_a, flat_b])
+        }
         ra = np.stack([rules[float(v)][0] for v in flat_a])  # (P, N)
         wa = np.stack([rules[float(v)][1] for v in flat_a])
         rb = np.stack([rules[float(v)][0] for v in flat_b])
         wb = np.stack([rules[float(v)][1] for v in flat_b])
         d2 = _pair_sq_dist_from_radii(
-            self.space, ra[:, :, None, None], rb[:, None, :, None], t[None, None, None, :]
+            self.space,
+            ra[:, :, None, None],
+            rb[:, None, :, None],
+            t[None, None, None, :],
         )
         out = np.einsum("pi,pj,k,pijk->p", wa, wb, wt, d2)
         return out.reshape(sa.shape)
@@ -329,7 +343,9 @@ class WrappedNormal(_ManifoldNoise):
         s = self._check_scale(scale)
         if not isinstance(self.space, Sphere):
             return self.space.dim * s
-        return np.vectorize(lambda v: _sphere_wrapped_sq_dist(self.space.dim, v), otypes=[float])(s)
+        return np.vectorize(
+            lambda v: _sphere_wrapped_sq_dist(self.space.dim, v), otypes=[float]
+        )(s)
 
     def scale_from_expected_sq_dist(self, value):
         """Invert :meth:`expected_sq_dist`; closed form off the sphere."""
@@ -370,12 +386,21 @@ def _sphere_wrapped_sq_dist(dim: int, sigma2: float) -> float:
     def f(x):  # chi_dim density times folded squared distance
         r = sigma * x
         folded = np.abs(np.mod(r + np.pi, 2 * np.pi) - np.pi)
-        return np.exp(logc + (dim - 1) * np.log(x) - x * x / 2.0) * folded**2 if x > 0 else 0.0
+        return (
+            np.exp(logc + (dim - 1) * np.log(x) - x * x / 2.0) * folded**2
+            if x > 0
+            else 0.0
+        )
 
     upper = np.sqrt(dim) + 12.0
     breaks = np.arange(np.pi, sigma * upper, np.pi) / sigma
     edges = np.concatenate([[0.0], breaks, [upper]])
-    return float(sum(integrate.quad(f, a, b, epsabs=1e-13, epsrel=1e-11)[0] for a, b in zip(edges[:-1], edges[1:])))
+    return float(
+        sum(
+            integrate.quad(f, a, b, epsabs=1e-13, epsrel=1e-11)[0]
+            for a, b in zip(edges[:-1], edges[1:])
+        )
+    )
 
 
 _SIGMA2_MAX: dict[int, float] = {}
@@ -383,6 +408,7 @@ _SIGMA2_MAX: dict[int, float] = {}
 
 def _sphere_sigma2_max(dim: int) -> float:
     if dim not in _SIGMA2_MAX:
+
         def g(s):
             return np.exp(-s / 2.0) * special.hyp1f1(0.5 - dim / 2.0, 0.5, s / 2.0)
 
@@ -471,7 +497,9 @@ class RiemannianGaussian(_ManifoldNoise):
     def _sample_radius(self, scale, rng):
         theta = np.asarray(scale, dtype=np.float64)
         if isinstance(self.space, Euclidean):
-            return np.sqrt(rng.chisquare(self.space.dim, size=theta.shape) / (2.0 * theta))
+            return np.sqrt(
+                rng.chisquare(self.space.dim, size=theta.shape) / (2.0 * theta)
+            )
         flat = theta.ravel()
         uniq, inv = np.unique(flat, return_inverse=True)  # few distinct parameters
         umode = self._mode(uniq)
@@ -533,7 +561,10 @@ class RiemannianGaussian(_ManifoldNoise):
         return super().pair_expected_sq_dist(scale_a, scale_b)
 
 
-NOISE_FAMILIES = {"wrapped_normal": WrappedNormal, "riemannian_gaussian": RiemannianGaussian}
+NOISE_FAMILIES = {
+    "wrapped_normal": WrappedNormal,
+    "riemannian_gaussian": RiemannianGaussian,
+}
 
 
 def make_noise(noise: Any, space: Any) -> WrappedNormal | RiemannianGaussian:

@@ -40,7 +40,9 @@ class GraphSpace(FiniteMetricSpace):
         if adjacency.shape[0] == 0:
             raise ValueError("graph must have at least one node.")
         if adjacency.nnz and (adjacency.data < 0).any():
-            raise ValueError("graph edge lengths must be non-negative; got a negative one.")
+            raise ValueError(
+                "graph edge lengths must be non-negative; got a negative one."
+            )
         D = shortest_path(adjacency, method="auto", directed=False)
         if not np.isfinite(D).all():
             i, j = np.argwhere(~np.isfinite(D))[0]
@@ -58,7 +60,9 @@ class GraphSpace(FiniteMetricSpace):
             nx = None
         if nx is not None and isinstance(graph, nx.Graph):
             items = list(graph.nodes)
-            A = nx.to_scipy_sparse_array(graph, nodelist=items, weight=weight, format="csr")
+            A = nx.to_scipy_sparse_array(
+                graph, nodelist=items, weight=weight, format="csr"
+            )
             return sp.csr_array(A, dtype=np.float64), items
         if sp.issparse(graph):
             A = sp.csr_array(graph, dtype=np.float64)

@@ -200,7 +200,12 @@ class _ConstantCurvature:
                 active = active[:0]
                 break
             active, logs, r, grad, xa, Wa = (
-                active[keep], logs[keep], r[keep], grad[keep], xa[keep], Wa[keep]
+                active[keep],
+                logs[keep],
+                r[keep],
+                grad[keep],
+                xa[keep],
+                Wa[keep],
             )
             c = self._hessian_factor(r)
             u = logs / np.where(r > 0, r, 1.0)[..., None]
@@ -392,7 +397,10 @@ class Sphere(_ConstantCurvature):
         """Isotropic Gaussian tangent vectors (per-coordinate std ``scale``)."""
         rng = check_seed(seed)
         x = np.asarray(base_point, dtype=np.float64)
-        z = rng.standard_normal(x.shape) * np.asarray(scale, dtype=np.float64)[..., None]
+        z = (
+            rng.standard_normal(x.shape)
+            * np.asarray(scale, dtype=np.float64)[..., None]
+        )
         return self.to_tangent(z, x)
 
     def random_point(self, n_samples: int = 1, *, seed=None):
@@ -410,7 +418,11 @@ class Sphere(_ConstantCurvature):
     def _hessian_factor(self, r):
         small = r < _SMALL
         with np.errstate(divide="ignore", invalid="ignore"):
-            c = np.where(small, 1.0 - r * r / 3.0, r * np.cos(r) / np.sin(np.where(small, 1.0, r)))
+            c = np.where(
+                small,
+                1.0 - r * r / 3.0,
+                r * np.cos(r) / np.sin(np.where(small, 1.0, r)),
+            )
         return np.where(np.isfinite(c), c, -1e6)
 
     def _cap_step(self, step):
@@ -558,7 +570,9 @@ class Hyperbolic(_ConstantCurvature):
                 f"{np.sqrt(np.max(sq))!r}. Rescale or clip it inside the ball."
             )
         den = (1.0 - sq)[..., None]
-        return self.projection(np.concatenate([(1.0 + sq[..., None]) / den, 2.0 * p / den], -1))
+        return self.projection(
+            np.concatenate([(1.0 + sq[..., None]) / den, 2.0 * p / den], -1)
+        )
 
     def _extrinsic_init(self, points, weights):
         m = np.einsum("kn,knd->kd", weights, points)
@@ -567,7 +581,9 @@ class Hyperbolic(_ConstantCurvature):
     def _hessian_factor(self, r):
         small = r < _SMALL
         with np.errstate(over="ignore"):
-            return np.where(small, 1.0 + r * r / 3.0, r / np.tanh(np.where(small, 1.0, r)))
+            return np.where(
+                small, 1.0 + r * r / 3.0, r / np.tanh(np.where(small, 1.0, r))
+            )
 
 
 class ProductManifold:
@@ -603,7 +619,9 @@ class ProductManifold:
         self.dim = sum(f.dim for f in factors)
         self.ambient_dim = sum(f.ambient_dim for f in factors)
         edges = np.cumsum([0] + [f.ambient_dim for f in factors])
-        self._slices = tuple(slice(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:]))
+        self._slices = tuple(
+            slice(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])
+        )
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ProductManifold) and other.factors == self.factors
@@ -625,7 +643,10 @@ class ProductManifold:
         return [point[..., s] for s in self._slices]
 
     def _map(self, name, *arrays):
-        parts = [getattr(f, name)(*(a[..., s] for a in arrays)) for f, s in zip(self.factors, self._slices)]
+        parts = [
+            getattr(f, name)(*(a[..., s] for a in arrays))
+            for f, s in zip(self.factors, self._slices)
+        ]
         return np.concatenate(parts, axis=-1)
 
     @property
@@ -636,7 +657,10 @@ class ProductManifold:
     def squared_dist(self, point_a, point_b):
         """Sum of the factors' squared distances, shape (...)."""
         a, b = np.asarray(point_a), np.asarray(point_b)
-        return sum(f.squared_dist(a[..., s], b[..., s]) for f, s in zip(self.factors, self._slices))
+        return sum(
+            f.squared_dist(a[..., s], b[..., s])
+            for f, s in zip(self.factors, self._slices)
+        )
 
     def dist(self, point_a, point_b):
         """Product geodesic distance, shape (...)."""
@@ -653,7 +677,9 @@ class ProductManifold:
     def inner(self, tangent_a, tangent_b, base_point=None):
         """Sum of the factors' inner products."""
         a, b = np.asarray(tangent_a), np.asarray(tangent_b)
-        return sum(f.inner(a[..., s], b[..., s]) for f, s in zip(self.factors, self._slices))
+        return sum(
+            f.inner(a[..., s], b[..., s]) for f, s in zip(self.factors, self._slices)
+        )
 
     def norm(self, tangent_vec, base_point=None):
         """Riemannian norm of a tangent vector."""
@@ -673,23 +699,32 @@ class ProductManifold:
 
     def to_tangent(self, vector, base_point):
         """Factor-wise projection onto the tangent space."""
-        return self._map("to_tangent", np.asarray(vector, dtype=np.float64), np.asarray(base_point))
+        return self._map(
+            "to_tangent", np.asarray(vector, dtype=np.float64), np.asarray(base_point)
+        )
 
     def random_tangent_vec(self, base_point, *, scale=1.0, seed=None):
         """Isotropic Gaussian tangent vectors, factor by factor."""
         rng = check_seed(seed)
         x = np.asarray(base_point, dtype=np.float64)
         return np.concatenate(
-            [f.random_tangent_vec(x[..., s], scale=scale, seed=rng) for f, s in zip(self.factors, self._slices)],
+            [
+                f.random_tangent_vec(x[..., s], scale=scale, seed=rng)
+                for f, s in zip(self.factors, self._slices)
+            ],
             axis=-1,
         )
 
     def random_point(self, n_samples: int = 1, *, seed=None):
         """Random points of each factor, concatenated, shape (n_samples, ambient_dim)."""
         rng = check_seed(seed)
-        return np.concatenate([f.random_point(n_samples, seed=rng) for f in self.factors], axis=-1)
+        return np.concatenate(
+            [f.random_point(n_samples, seed=rng) for f in self.factors], axis=-1
+        )
 
-    def frechet_mean(self, points, weights=None, *, tol: float = 1e-10, max_iter: int = 100):
+    def frechet_mean(
+        self, points, weights=None, *, tol: float = 1e-10, max_iter: int = 100
+    ):
         """Weighted Frechet mean: the factors' means concatenated.
 
         See :meth:`Hyperbolic.frechet_mean` for parameters; ``points`` has shape
@@ -703,6 +738,9 @@ class ProductManifold:
         absent = np.isnan(pts).any(axis=-1, keepdims=True)
         pts = np.where(absent, np.nan, pts)
         return np.concatenate(
-            [f.frechet_mean(pts[..., s], weights, tol=tol, max_iter=max_iter) for f, s in zip(self.factors, self._slices)],
+            [
+                f.frechet_mean(pts[..., s], weights, tol=tol, max_iter=max_iter)
+                for f, s in zip(self.factors, self._slices)
+            ],
             axis=-1,
         )

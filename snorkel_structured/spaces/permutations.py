@@ -82,7 +82,9 @@ class Permutations(FiniteMetricSpace):
             )
         self.n_items = int(n_items)
         self.metric = metric
-        perms = np.array(list(itertools.permutations(range(self.n_items))), dtype=np.int64)
+        perms = np.array(
+            list(itertools.permutations(range(self.n_items))), dtype=np.int64
+        )
         perms.setflags(write=False)
         self.permutations = perms
         self._set_items(tuple(map(tuple, perms.tolist())))
@@ -91,8 +93,14 @@ class Permutations(FiniteMetricSpace):
     def _normalize_item(self, item: Any) -> Hashable:
         # Exact integers only: (1.5, 0, 2, 3) must not be truncated into a valid ranking.
         values = tuple(item)
-        if not all(isinstance(x, (int, np.integer)) or (isinstance(x, (float, np.floating)) and float(x).is_integer()) for x in values):
-            raise TypeError(f"{item!r} is not a ranking of integers.")  # index() reports it
+        if not all(
+            isinstance(x, (int, np.integer))
+            or (isinstance(x, (float, np.floating)) and float(x).is_integer())
+            for x in values
+        ):
+            raise TypeError(
+                f"{item!r} is not a ranking of integers."
+            )  # index() reports it
         return tuple(int(x) for x in values)
 
     def rank(self, perms: Any) -> np.ndarray:
@@ -110,7 +118,9 @@ class Permutations(FiniteMetricSpace):
             np.ones((n, n), dtype=bool), 1
         )
         lehmer = later_smaller.sum(axis=-1)
-        weights = np.array([math.factorial(n - 1 - k) for k in range(n)], dtype=np.int64)
+        weights = np.array(
+            [math.factorial(n - 1 - k) for k in range(n)], dtype=np.int64
+        )
         return lehmer @ weights
 
     def encode(self, items: Iterable[Hashable | None]) -> np.ndarray:
@@ -130,7 +140,11 @@ class Permutations(FiniteMetricSpace):
             return np.sign(P[:, i] - P[:, j]).astype(np.float64)
         if self.metric == "spearman_footrule":
             # |a - b| = sum_t (1[a > t] - 1[b > t])^2
-            return (P[:, :, None] > np.arange(n - 1)).reshape(len(P), -1).astype(np.float64)
+            return (
+                (P[:, :, None] > np.arange(n - 1))
+                .reshape(len(P), -1)
+                .astype(np.float64)
+            )
         # hamming: one-hot of (position, value)
         return (P[:, :, None] == np.arange(n)).reshape(len(P), -1).astype(np.float64)
 
@@ -156,7 +170,9 @@ class Permutations(FiniteMetricSpace):
         """n - cycles(p), indexed by the base-n code sum_k p[k] n^k."""
         n = self.n_items
         table = np.zeros(n**n, dtype=np.int8)
-        table[self.permutations @ (n ** np.arange(n))] = n - _cycle_counts(self.permutations)
+        table[self.permutations @ (n ** np.arange(n))] = n - _cycle_counts(
+            self.permutations
+        )
         return table
 
     def _compute_distance_matrix(self) -> np.ndarray:
@@ -193,4 +209,3 @@ class Permutations(FiniteMetricSpace):
 
     def __repr__(self) -> str:
         return f"Permutations(n_items={self.n_items}, metric={self.metric!r})"
-

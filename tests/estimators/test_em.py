@@ -1,4 +1,5 @@
 import warnings
+
 """EM maximum likelihood over vote patterns (snorkel_structured/estimators/em.py)."""
 
 import numpy as np
@@ -15,51 +16,79 @@ def _stats(data):
 
 def test_recovers_paper_setup():
     data = ss.synthetic.make_ranking_data(20000, seed=3)
-    est = mle_estimate(_stats(data), data.space.squared_distance_matrix, n_components=2, seed=0)
+    est = mle_estimate(
+        _stats(data), data.space.squared_distance_matrix, n_components=2, seed=0
+    )
     assert set(est.support.tolist()) == set(data.support.tolist())
     np.testing.assert_allclose(est.expected_sq_dist, data.expected_sq_dist, atol=0.04)
-    np.testing.assert_allclose(est.prior[data.support], data.prior[data.support], atol=0.02)
+    np.testing.assert_allclose(
+        est.prior[data.support], data.prior[data.support], atol=0.02
+    )
     assert est.converged
 
 
 def test_pure_noise_lfs_find_support_without_tensor():
     data = ss.synthetic.make_ranking_data(1000, theta=[0.0, 0.0, 1.0], seed=4)
-    est = mle_estimate(_stats(data), data.space.squared_distance_matrix, n_components=2,
-                       init="search", seed=0)
+    est = mle_estimate(
+        _stats(data),
+        data.space.squared_distance_matrix,
+        n_components=2,
+        init="search",
+        seed=0,
+    )
     assert set(est.support.tolist()) == set(data.support.tolist())
     assert est.theta[:2].max() < 0.05 and abs(est.theta[2] - 1.0) < 0.15
 
 
 def test_label_dependent_theta_shape_and_recovery():
     space = ss.Discrete(3)
-    theta = np.array([[2.0, 1.0, 0.5], [1.5, 1.5, 1.5], [0.8, 2.5, 1.2], [1.0, 1.0, 2.0]])
-    data = ss.synthetic.make_label_matrix(40000, space=space, theta=theta, prior=[0.3, 0.3, 0.4], seed=0)
-    est = mle_estimate(_stats(data), space.squared_distance_matrix, support=np.arange(3),
-                       label_dependent=True, seed=0)
+    theta = np.array(
+        [[2.0, 1.0, 0.5], [1.5, 1.5, 1.5], [0.8, 2.5, 1.2], [1.0, 1.0, 2.0]]
+    )
+    data = ss.synthetic.make_label_matrix(
+        40000, space=space, theta=theta, prior=[0.3, 0.3, 0.4], seed=0
+    )
+    est = mle_estimate(
+        _stats(data),
+        space.squared_distance_matrix,
+        support=np.arange(3),
+        label_dependent=True,
+        seed=0,
+    )
     assert est.theta.shape == (4, 3)
     np.testing.assert_allclose(est.theta, theta, atol=0.15)
 
 
 def test_fixed_prior_is_kept():
     data = ss.synthetic.make_ranking_data(5000, seed=1)
-    est = mle_estimate(_stats(data), data.space.squared_distance_matrix, prior=data.prior, seed=0)
+    est = mle_estimate(
+        _stats(data), data.space.squared_distance_matrix, prior=data.prior, seed=0
+    )
     np.testing.assert_array_equal(est.prior, data.prior)
 
 
 def test_em_refine_fixed_theta_and_max_iter_warning():
     data = ss.synthetic.make_ranking_data(3000, seed=2)
     S = data.space.squared_distance_matrix
-    est = em_refine(_stats(data), S, theta=data.theta, prior=np.full(24, 1 / 24), fixed_theta=True)
+    est = em_refine(
+        _stats(data), S, theta=data.theta, prior=np.full(24, 1 / 24), fixed_theta=True
+    )
     np.testing.assert_array_equal(est.theta, data.theta)
     assert est.prior[data.support].sum() > 0.9
     with pytest.warns(ss.ConvergenceWarning, match="max_iter=1"):
-        em_refine(_stats(data), S, theta=np.ones(3), prior=np.full(24, 1 / 24), max_iter=1)
+        em_refine(
+            _stats(data), S, theta=np.ones(3), prior=np.full(24, 1 / 24), max_iter=1
+        )
 
 
 def test_seed_gives_identical_estimates():
     data = ss.synthetic.make_ranking_data(2000, theta=[0.0, 0.0, 1.0], seed=5)
-    a = mle_estimate(_stats(data), data.space.squared_distance_matrix, n_components=2, seed=7)
-    b = mle_estimate(_stats(data), data.space.squared_distance_matrix, n_components=2, seed=7)
+    a = mle_estimate(
+        _stats(data), data.space.squared_distance_matrix, n_components=2, seed=7
+    )
+    b = mle_estimate(
+        _stats(data), data.space.squared_distance_matrix, n_components=2, seed=7
+    )
     np.testing.assert_array_equal(a.theta, b.theta)
     np.testing.assert_array_equal(a.prior, b.prior)
 
@@ -73,7 +102,9 @@ def test_constant_lf_at_theta_bound_is_flagged():
     L = data.L.copy()
     L[:, 2] = data.support[0]
     with pytest.warns(ss.IdentifiabilityWarning, match=r"LF\(s\) \[2\] reached theta"):
-        ss.StructuredLabelModel(data.space, estimator="mle", seed=0).fit(L, progress_bar=False)
+        ss.StructuredLabelModel(data.space, estimator="mle", seed=0).fit(
+            L, progress_bar=False
+        )
 
 
 def test_free_support_size_is_chosen_by_bic_not_raw_likelihood():
@@ -85,7 +116,9 @@ def test_free_support_size_is_chosen_by_bic_not_raw_likelihood():
         data = make_ranking_data(1000, theta=(0.0, 0.0, 1.0), seed=seed)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            lm = ss.StructuredLabelModel(data.space, estimator="mle", seed=seed).fit(data.L, progress_bar=False)
+            lm = ss.StructuredLabelModel(data.space, estimator="mle", seed=seed).fit(
+                data.L, progress_bar=False
+            )
         assert set(data.support) <= set(lm.support_)
         sizes.append(lm.support_.size)
     assert max(sizes) <= 3

@@ -4,19 +4,30 @@ import numpy as np
 import pytest
 
 from snorkel_structured import (
-    Euclidean, Hyperbolic, IdentifiabilityWarning, RiemannianGaussian, Sphere, WrappedNormal,
+    Euclidean,
+    Hyperbolic,
+    IdentifiabilityWarning,
+    RiemannianGaussian,
+    Sphere,
+    WrappedNormal,
 )
 from snorkel_structured.estimators._manifold_stats import ManifoldStats
 from snorkel_structured.estimators.triplet import (
-    pair_sq_dist_estimate, triplet_estimate, uws_estimate,
+    pair_sq_dist_estimate,
+    triplet_estimate,
+    uws_estimate,
 )
 from snorkel_structured.synthetic_manifold import make_manifold_data
 
 
 def test_stats_are_additive(rng):
-    d = make_manifold_data(3000, space=Sphere(2), noise_scale=[0.1, 0.2, 0.3], abstain=0.3, seed=1)
+    d = make_manifold_data(
+        3000, space=Sphere(2), noise_scale=[0.1, 0.2, 0.3], abstain=0.3, seed=1
+    )
     whole = ManifoldStats.from_outputs(d.X, Sphere(2))
-    parts = sum(ManifoldStats.from_outputs(c, Sphere(2)) for c in np.array_split(d.X, 4))
+    parts = sum(
+        ManifoldStats.from_outputs(c, Sphere(2)) for c in np.array_split(d.X, 4)
+    )
     np.testing.assert_array_equal(parts.pair_count, whole.pair_count)
     np.testing.assert_allclose(parts.pair_invariant_sum, whole.pair_invariant_sum)
     np.testing.assert_allclose(parts.pair_sq_dist_sum, whole.pair_sq_dist_sum)
@@ -44,7 +55,9 @@ def test_stats_are_additive(rng):
     ids=repr,
 )
 def test_recovery_all_estimators(space, family, scale):
-    d = make_manifold_data(40000, space=space, noise=family, noise_scale=scale, abstain=0.1, seed=2)
+    d = make_manifold_data(
+        40000, space=space, noise=family, noise_scale=scale, abstain=0.1, seed=2
+    )
     stats = ManifoldStats.from_outputs(d.X, space)
     t = triplet_estimate(stats, d.noise)
     p = pair_sq_dist_estimate(stats, d.noise, init=t)
@@ -54,7 +67,9 @@ def test_recovery_all_estimators(space, family, scale):
 
 
 def test_uws_exact_in_euclidean_biased_on_hyperbolic():
-    d = make_manifold_data(40000, space=Euclidean(2), noise_scale=[0.2, 0.5, 1.0], seed=3)
+    d = make_manifold_data(
+        40000, space=Euclidean(2), noise_scale=[0.2, 0.5, 1.0], seed=3
+    )
     u = uws_estimate(ManifoldStats.from_outputs(d.X, Euclidean(2)), d.noise)
     np.testing.assert_allclose(u.expected_sq_dist, d.expected_sq_dist, rtol=0.05)
     h = Hyperbolic(5)
@@ -62,7 +77,9 @@ def test_uws_exact_in_euclidean_biased_on_hyperbolic():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IdentifiabilityWarning)
         u = uws_estimate(ManifoldStats.from_outputs(d.X, h), d.noise)
-    assert np.abs(u.noise_scale - d.noise_scale).max() > 0.3  # biased: squares not additive
+    assert (
+        np.abs(u.noise_scale - d.noise_scale).max() > 0.3
+    )  # biased: squares not additive
 
 
 def test_warnings_and_identifiability_errors():

@@ -16,7 +16,9 @@ from snorkel_structured.noise import (
 def test_paper_expected_sq_dists():
     # DESIGN section 5: theta = [0.6, 0.99, 0.8] on S4 Kendall tau.
     model = ss.FiniteNoiseModel(ss.Permutations(4), [0.6, 0.99, 0.8])
-    np.testing.assert_allclose(model.expected_sq_dist(), [1.1863, 0.6800, 0.8621], atol=5e-5)
+    np.testing.assert_allclose(
+        model.expected_sq_dist(), [1.1863, 0.6800, 0.8621], atol=5e-5
+    )
 
 
 def test_conditional_probs_by_hand():
@@ -33,18 +35,32 @@ def test_conditional_probs_by_hand():
 
 
 def test_homogeneous_space_has_label_free_expectation():
-    E = expected_sq_dist_by_label(ss.Permutations(4).squared_distance_matrix, np.array([0.3, 1.2]))
+    E = expected_sq_dist_by_label(
+        ss.Permutations(4).squared_distance_matrix, np.array([0.3, 1.2])
+    )
     np.testing.assert_allclose(E, E[:, :1] * np.ones((1, 24)))
 
 
-@pytest.mark.parametrize("space", [ss.Permutations(4), ss.GraphSpace(np.array([[0, 1, 0, 0], [1, 0, 1, 1], [0, 1, 0, 0], [0, 1, 0, 0]])), ss.Discrete(5)], ids=repr)
+@pytest.mark.parametrize(
+    "space",
+    [
+        ss.Permutations(4),
+        ss.GraphSpace(
+            np.array([[0, 1, 0, 0], [1, 0, 1, 1], [0, 1, 0, 0], [0, 1, 0, 0]])
+        ),
+        ss.Discrete(5),
+    ],
+    ids=repr,
+)
 def test_theta_round_trip(space):
     S = space.squared_distance_matrix
     r = len(space)
     theta = np.array([0.0, 0.05, 0.4, 1.3, 3.0])
     prior = np.random.default_rng(1).dirichlet(np.ones(r))
     E = expected_sq_dist(S, theta, prior)
-    np.testing.assert_allclose(theta_from_expected_sq_dist(S, E, prior), theta, atol=1e-8)
+    np.testing.assert_allclose(
+        theta_from_expected_sq_dist(S, E, prior), theta, atol=1e-8
+    )
     # label-dependent: one theta per (LF, true label)
     theta2 = np.random.default_rng(2).uniform(0.0, 2.0, size=(3, r))
     E2 = expected_sq_dist_by_label(S, theta2)
@@ -86,7 +102,9 @@ def test_sampler_abstains_and_seeds():
     L = sample_votes(S, np.array([1.0, 1.0]), y, abstain=[0.0, 0.3], seed=0)
     assert (L[:, 0] >= 0).all()
     assert abs((L[:, 1] == -1).mean() - 0.3) < 0.01
-    np.testing.assert_array_equal(L, sample_votes(S, np.array([1.0, 1.0]), y, abstain=[0.0, 0.3], seed=0))
+    np.testing.assert_array_equal(
+        L, sample_votes(S, np.array([1.0, 1.0]), y, abstain=[0.0, 0.3], seed=0)
+    )
     with pytest.raises(ValueError, match="abstain"):
         sample_votes(S, np.array([1.0]), y, abstain=1.5)
     with pytest.raises(ValueError, match="label indices"):
@@ -94,7 +112,9 @@ def test_sampler_abstains_and_seeds():
 
 
 def test_posterior_matches_brute_force(rng):
-    space = ss.GraphSpace(np.array([[0, 1, 1, 0], [1, 0, 0, 1], [1, 0, 0, 0], [0, 1, 0, 0]]))
+    space = ss.GraphSpace(
+        np.array([[0, 1, 1, 0], [1, 0, 0, 1], [1, 0, 0, 0], [0, 1, 0, 0]])
+    )
     S = space.squared_distance_matrix
     theta = np.array([0.4, 1.0, 2.0])
     prior = np.array([0.1, 0.2, 0.3, 0.4])

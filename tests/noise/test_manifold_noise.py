@@ -1,7 +1,13 @@
 import numpy as np
 import pytest
 
-from snorkel_structured import Euclidean, Hyperbolic, RiemannianGaussian, Sphere, WrappedNormal
+from snorkel_structured import (
+    Euclidean,
+    Hyperbolic,
+    RiemannianGaussian,
+    Sphere,
+    WrappedNormal,
+)
 
 CASES = [
     (WrappedNormal, Hyperbolic(5), 0.8),
@@ -50,7 +56,9 @@ def test_closed_forms():
     np.testing.assert_allclose(wn.expected_invariant(1.3), hyp1f1(2.0, 0.5, 0.65))
     np.testing.assert_allclose(wn.expected_sq_dist([1.0, 2.0]), [4.0, 8.0])
     # Euclidean Riemannian Gaussian is N(0, 1/(2 theta) I)
-    np.testing.assert_allclose(RiemannianGaussian(Euclidean(3)).expected_sq_dist(0.25), 6.0)
+    np.testing.assert_allclose(
+        RiemannianGaussian(Euclidean(3)).expected_sq_dist(0.25), 6.0
+    )
     # generic quadrature agrees with the closed form on H^d
     r, w = wn.radial_rule(1.3)
     np.testing.assert_allclose(w @ np.cosh(r), hyp1f1(2.0, 0.5, 0.65), rtol=1e-8)
@@ -60,8 +68,12 @@ def test_closed_forms():
 def test_inverses_round_trip(family, space, scale):
     noise = family(space)
     for s in [scale / 4, scale]:
-        np.testing.assert_allclose(noise.scale_from_invariant(noise.expected_invariant(s)), s, rtol=1e-7)
-        np.testing.assert_allclose(noise.scale_from_expected_sq_dist(noise.expected_sq_dist(s)), s, rtol=1e-7)
+        np.testing.assert_allclose(
+            noise.scale_from_invariant(noise.expected_invariant(s)), s, rtol=1e-7
+        )
+        np.testing.assert_allclose(
+            noise.scale_from_expected_sq_dist(noise.expected_sq_dist(s)), s, rtol=1e-7
+        )
 
 
 def test_sphere_wrapped_normal_identifiability_bound():
@@ -73,7 +85,9 @@ def test_sphere_wrapped_normal_identifiability_bound():
 
 
 def test_noise_validation(rng):
-    with pytest.raises(ValueError, match="space must be a Euclidean, Sphere or Hyperbolic"):
+    with pytest.raises(
+        ValueError, match="space must be a Euclidean, Sphere or Hyperbolic"
+    ):
         WrappedNormal("H5")
     wn = WrappedNormal(Hyperbolic(2))
     with pytest.raises(ValueError, match=r"must be in \(0.0, inf\]"):
@@ -82,7 +96,9 @@ def test_noise_validation(rng):
         wn.sample(np.zeros(5), 1.0)
     with pytest.raises(ValueError, match="outside the model's range"):
         wn.scale_from_invariant(0.5)
-    assert wn == WrappedNormal(Hyperbolic(2)) and wn != RiemannianGaussian(Hyperbolic(2))
+    assert wn == WrappedNormal(Hyperbolic(2)) and wn != RiemannianGaussian(
+        Hyperbolic(2)
+    )
 
 
 def test_sampling_is_seeded():

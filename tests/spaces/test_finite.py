@@ -12,7 +12,9 @@ def test_items_lookup_and_encode_round_trip():
     codes = space.encode(["c", None, "a", "b"])
     assert codes.dtype == np.int64 and codes.tolist() == [2, -1, 0, 1]
     assert space.decode(codes) == ["c", None, "a", "b"]
-    np.testing.assert_array_equal(space.squared_distance_matrix, space.distance_matrix**2)
+    np.testing.assert_array_equal(
+        space.squared_distance_matrix, space.distance_matrix**2
+    )
     assert float(space.dist(0, 2)) == 2.0
 
 

@@ -12,7 +12,9 @@ def small_tree():
     #     a    b    c
     #    / \
     #  a1   a2
-    return nx.Graph([("root", "a"), ("root", "b"), ("root", "c"), ("a", "a1"), ("a", "a2")])
+    return nx.Graph(
+        [("root", "a"), ("root", "b"), ("root", "c"), ("a", "a1"), ("a", "a2")]
+    )
 
 
 def test_tree_distances_by_hand():

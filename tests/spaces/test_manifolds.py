@@ -5,8 +5,14 @@ from hypothesis import strategies as st
 
 from snorkel_structured import Euclidean, Hyperbolic, ProductManifold, Sphere
 
-SPACES = [Euclidean(3), Sphere(2), Sphere(4), Hyperbolic(2), Hyperbolic(5),
-          ProductManifold([Sphere(2), Hyperbolic(2), Euclidean(1)])]
+SPACES = [
+    Euclidean(3),
+    Sphere(2),
+    Sphere(4),
+    Hyperbolic(2),
+    Hyperbolic(5),
+    ProductManifold([Sphere(2), Hyperbolic(2), Euclidean(1)]),
+]
 
 
 @pytest.mark.parametrize("space", SPACES, ids=repr)
@@ -36,8 +42,12 @@ def test_closed_form_distances():
     np.testing.assert_allclose(s.dist(e[0], e[1]), np.pi / 2)
     np.testing.assert_allclose(s.dist(e[0], -e[0]), np.pi)
     t = 1e-9
-    np.testing.assert_allclose(s.dist(e[0], np.array([np.cos(t), np.sin(t), 0])), t, rtol=1e-6)
-    np.testing.assert_allclose(Euclidean(2).dist(np.zeros(2), np.array([3.0, 4.0])), 5.0)
+    np.testing.assert_allclose(
+        s.dist(e[0], np.array([np.cos(t), np.sin(t), 0])), t, rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        Euclidean(2).dist(np.zeros(2), np.array([3.0, 4.0])), 5.0
+    )
 
 
 def test_sphere_antipodal_log_is_a_valid_geodesic():
@@ -84,7 +94,9 @@ def test_frechet_mean_symmetric_and_stationary(space, rng):
 def test_frechet_mean_euclidean_is_weighted_average(rng):
     P = rng.normal(size=(5, 4, 3))
     w = rng.random(4)
-    np.testing.assert_allclose(Euclidean(3).frechet_mean(P, w), np.average(P, axis=1, weights=w))
+    np.testing.assert_allclose(
+        Euclidean(3).frechet_mean(P, w), np.average(P, axis=1, weights=w)
+    )
 
 
 @pytest.mark.parametrize("cls", [Euclidean, Sphere, Hyperbolic])
@@ -109,7 +121,9 @@ def test_projection_and_belongs(rng):
     h, s = Hyperbolic(2), Sphere(2)
     z = rng.normal(size=(10, 3))
     assert h.belongs(h.projection(z)).all() and s.belongs(s.projection(z)).all()
-    assert not h.belongs(np.array([1.0, 1.0, 1.0])) and not s.belongs(np.array([2.0, 0, 0]))
+    assert not h.belongs(np.array([1.0, 1.0, 1.0])) and not s.belongs(
+        np.array([2.0, 0, 0])
+    )
 
 
 @settings(max_examples=25, deadline=None)

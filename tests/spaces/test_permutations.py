@@ -9,7 +9,10 @@ import snorkel_structured as ss
 def brute(metric, p, q):
     n = len(p)
     if metric == "kendall_tau":
-        return sum((p[i] - p[j]) * (q[i] - q[j]) < 0 for i, j in itertools.combinations(range(n), 2))
+        return sum(
+            (p[i] - p[j]) * (q[i] - q[j]) < 0
+            for i, j in itertools.combinations(range(n), 2)
+        )
     if metric == "spearman_footrule":
         return sum(abs(a - b) for a, b in zip(p, q))
     if metric == "hamming":
@@ -31,7 +34,9 @@ def brute(metric, p, q):
 @pytest.mark.parametrize("n_items", [3, 4])
 def test_distance_matrix_matches_brute_force(metric, n_items):
     space = ss.Permutations(n_items, metric)
-    expected = np.array([[brute(metric, p, q) for q in space.items] for p in space.items])
+    expected = np.array(
+        [[brute(metric, p, q) for q in space.items] for p in space.items]
+    )
     np.testing.assert_array_equal(space.distance_matrix, expected)
 
 
@@ -59,7 +64,9 @@ def test_dist_without_matrix_matches_matrix(metric, rng):
     i, j = rng.integers(0, 720, size=(2, 300))
     values = lazy.dist(i, j)
     assert "distance_matrix" not in lazy.__dict__  # computed without the matrix
-    np.testing.assert_array_equal(values, ss.Permutations(6, metric).distance_matrix[i, j])
+    np.testing.assert_array_equal(
+        values, ss.Permutations(6, metric).distance_matrix[i, j]
+    )
 
 
 def test_metric_axioms_and_invariance(rng):
