@@ -22,7 +22,8 @@ def _figure(n_panels: int) -> tuple[Any, Any]:
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, n_panels, figsize=(4.2 * n_panels, 3.6), squeeze=False)
+    width = 4.2 * n_panels if n_panels > 1 else 7.5  # one panel: room for the legend
+    fig, axes = plt.subplots(1, n_panels, figsize=(width, 3.8), squeeze=False)
     return fig, axes[0]
 
 
@@ -84,7 +85,7 @@ def plot_accuracy(
         else:
             ax.plot([at_n], [value], "k*", markersize=12, label=f"paper: {name}")
     ax.set(xlabel="n", ylabel="accuracy", title=title)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
     return _save(fig, path)
 
 
@@ -101,5 +102,5 @@ def plot_hyperbolic(df: pd.DataFrame, path: Path) -> Path:
         label="paper (oracle, grid search)",
     )
     ax.set(xscale="log", yscale="log", xlabel="n", title="H^5: |theta_1 - estimate|")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
     return _save(fig, path)

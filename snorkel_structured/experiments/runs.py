@@ -158,7 +158,7 @@ def ranking_end_model(
             )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            weights = lm.loss_weights(data.L[tr])
+            weights = lm.loss_weights(data.L[tr], seed=seed)
         kernel = dict(kernel="rbf", nu=1e-3)
         for name, target in (
             ("kernel, noise-aware weights", weights),
