@@ -26,28 +26,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import time
 import warnings
 
 import numpy as np
+from _common import environment  # benchmarks/ is on sys.path when run as a script
 from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
 
 import snorkel_structured as ss
 from snorkel_structured.noise.finite import sample_votes
-
-
-def _env() -> dict:
-    return {
-        "package": ss.__version__,
-        "numpy": np.__version__,
-        "python": platform.python_version(),
-        "cpu": platform.processor() or platform.machine(),
-        "n_cpus": os.cpu_count(),
-    }
 
 
 def _label_model_params(L_train, space, truth_theta, truth_prior, params, seed):
@@ -189,7 +178,7 @@ def run_accuracy(args, part):
             "n_singular": sum(bool(r["singular"]) for r in rows),
             "summary": summary,
             "per_seed": rows,
-            **_env(),
+            **environment(),
         }
         print(json.dumps(rec), flush=True)
         table[n] = summary
@@ -250,7 +239,7 @@ def run_timing(args):
                 "predict_s": preds,
                 "loss_weights_s": t_weights,
                 "q_method": W.attrs["method"],
-                **_env(),
+                **environment(),
             }
             print(json.dumps(rec), flush=True)
             print(

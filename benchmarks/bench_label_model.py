@@ -19,14 +19,9 @@ import warnings
 import numpy as np
 
 import snorkel_structured as ss
+from snorkel_structured.experiments.paper import RANKING_RECOVERY_TENSOR as PAPER_TENSOR
 from snorkel_structured.noise.finite import log_conditional_probs, log_posterior
 
-PAPER_TENSOR = {
-    1000: [0.63, 0.14, 0.39],
-    10000: [0.17, 0.10, 0.08],
-    100000: [0.036, 0.038, 0.035],
-    1000000: [0.008, 0.007, 0.011],
-}
 ENV = {
     "package": ss.__version__,
     "numpy": np.__version__,

@@ -11,39 +11,26 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
 import time
 import warnings
 
 import numpy as np
+from _common import environment  # benchmarks/ is on sys.path when run as a script
 
-import snorkel_structured as ss
 from snorkel_structured.estimators import VoteStats, tensor_estimate, uws_estimate
 from snorkel_structured.exceptions import IdentifiabilityWarning
+from snorkel_structured.experiments.paper import (
+    RANKING_RECOVERY_TENSOR as PAPER_TENSOR,
+)
+from snorkel_structured.experiments.paper import (
+    RANKING_RECOVERY_UWS as PAPER_UWS,
+)
 from snorkel_structured.synthetic import make_ranking_data
-
-# The paper's tensor curve (DESIGN section 5), per n: LF1/LF2/LF3.
-PAPER_TENSOR = {
-    1_000: (0.63, 0.14, 0.39),
-    10_000: (0.17, 0.10, 0.08),
-    100_000: (0.036, 0.038, 0.035),
-    1_000_000: (0.008, 0.007, 0.011),
-}
-PAPER_UWS = (0.60, 0.10, 0.22)
-
-
-def _env() -> dict:
-    return {
-        "package": ss.__version__,
-        "numpy": np.__version__,
-        "python": platform.python_version(),
-        "cpu": platform.processor() or platform.machine(),
-    }
 
 
 def _emit(out, record: dict) -> None:
-    out.write(json.dumps({**record, **_env()}) + "\n")
+    out.write(json.dumps({**record, **environment()}) + "\n")
     out.flush()
 
 
