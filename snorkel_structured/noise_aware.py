@@ -99,22 +99,32 @@ class NoiseMatrix:
 
 
 # -- inputs ---------------------------------------------------------------------------
-def _squared_distances(space: Any) -> np.ndarray:
+def _distances_source(space: Any) -> tuple[Any, int]:
+    """The space (kept as is: large spaces give rows on demand) or a validated (r, r) S."""
     if isinstance(space, FiniteMetricSpace):
-        return np.asarray(space.squared_distance_matrix)
+        return space, len(space)
     S = np.asarray(space, dtype=np.float64)
     if S.ndim != 2 or S.shape[0] != S.shape[1] or S.shape[0] == 0:
         raise ValueError(
             "space must be a FiniteMetricSpace or an (r, r) matrix of squared "
             f"distances; got an array of shape {S.shape}."
         )
-    return S
+    return S, S.shape[0]
+
+
+def _support_log_cond(source: Any, theta: np.ndarray, sup: np.ndarray) -> np.ndarray:
+    """log P(lambda_a = v | y) for y in the support only: (m, k, r), from S's k rows."""
+    rows = (
+        source.squared_distance_rows(sup)
+        if isinstance(source, FiniteMetricSpace)
+        else source[sup]
+    )
+    return log_conditional_probs(rows, theta if theta.ndim == 1 else theta[:, sup])
 
 
 def _check_model(
-    S: np.ndarray, theta: Any, prior: Any, abstain: Any
+    r: int, theta: Any, prior: Any, abstain: Any
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    r = S.shape[0]
     th = np.asarray(theta, dtype=np.float64)
     if th.ndim not in (1, 2) or th.shape[0] == 0 or (th.ndim == 2 and th.shape[1] != r):
         raise ValueError(
@@ -199,7 +209,7 @@ def _exact_q(
 
 
 def _monte_carlo_q(
-    S: np.ndarray,
+    S: Any,
     theta: np.ndarray,
     rates: np.ndarray,
     support: np.ndarray,
@@ -309,8 +319,8 @@ def noise_matrix(
     >>> nm.method, nm.support.tolist(), nm.Q.sum(axis=1).round(12).tolist()
     ('exact', [0, 5], [1.0, 1.0])
     """
-    S = _squared_distances(space)
-    th, p, rates = _check_model(S, theta, prior, abstain)
+    S, r = _distances_source(space)
+    th, p, rates = _check_model(r, theta, prior, abstain)
     if rule not in RULES:
         raise ValueError(f"rule must be one of {RULES}; got {rule!r}.")
     if method not in METHODS:
@@ -324,8 +334,7 @@ def noise_matrix(
     sup = _resolve_support(p, support, min_prior)
     p_sup = p[sup] / p[sup].sum()
     log_prior = np.log(p_sup)
-    logc_sup = log_conditional_probs(S, th)[:, sup, :]  # (m, k, r) [a, y, v]
-    r = S.shape[0]
+    logc_sup = _support_log_cond(S, th, sup)  # (m, k, r) [a, y, v]
     n_patterns = int(np.prod([r + 1 if x > 0 else r for x in rates], dtype=np.float64))
     use_exact = method == "exact" or (method == "auto" and n_patterns <= max_patterns)
     if use_exact:
@@ -447,8 +456,7 @@ def loss_weights(
     ((200, 3), ['pseudolabel', '(3, 0, 1, 2)'])
     """
     row_index = getattr(L, "index", None) if isinstance(L, pd.DataFrame) else None
-    S = _squared_distances(space)
-    r = S.shape[0]
+    S, r = _distances_source(space)
     Lc = check_label_matrix(L, n_labels=r)
     if index is not None:
         row_index = pd.Index(index)
@@ -456,7 +464,7 @@ def loss_weights(
             raise ValueError(
                 f"index has {len(row_index)} entries but L has {Lc.shape[0]} rows."
             )
-    th, p, _ = _check_model(S, theta, prior, 0.0)
+    th, p, _ = _check_model(r, theta, prior, 0.0)
     if th.shape[0] != Lc.shape[1]:
         raise ValueError(
             f"L has {Lc.shape[1]} columns but theta describes {th.shape[0]} LFs."
@@ -478,7 +486,7 @@ def loss_weights(
             **noise_options,
         )
     sup = noise.support
-    logc_sup = log_conditional_probs(S, th)[:, sup, :]
+    logc_sup = _support_log_cond(S, th, sup)
     log_post = log_posterior(Lc, logc_sup, np.log(noise.prior))  # (n, k)
     if noise.rule == "map":
         z = np.argmax(log_post, axis=1)

@@ -178,3 +178,21 @@ def test_large_space_refuses_dense_estimators(s7):
         ss.StructuredLabelModel(lm.space, estimator="mle", prior_support="all").fit(L)
     with pytest.raises(ValueError, match="would build an"):
         lm.log_conditional_probs()
+
+
+def test_noise_aware_end_model_on_permutations7_without_the_matrix(s7):
+    # Q by seeded Monte Carlo (the (r+1)^m patterns are too many), weights from k rows
+    # of S, and a kernel predictor over the support: the 5040 x 5040 matrix never built.
+    lm, L, Y, _, centers = s7
+    n = 600
+    weights = lm.loss_weights(L[:n], seed=0, n_draws=2_000)
+    assert weights.attrs["method"] == "monte_carlo"
+    assert weights.attrs["support"] == sorted(centers.tolist())
+    # features that reveal the center, as in the paper's end-model experiment
+    X = (Y[:n] == centers[1]).astype(float)[:, None] + np.random.default_rng(0).normal(
+        scale=0.3, size=(n, 2)
+    )
+    model = ss.KernelStructuredPredictor(lm.space).fit(X, weights)
+    assert set(np.unique(model.predict(X)).tolist()) <= set(centers.tolist())
+    assert model.score(X, Y[:n]) > 0.9
+    assert "distance_matrix" not in lm.space.__dict__

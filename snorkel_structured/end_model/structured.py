@@ -209,10 +209,11 @@ class KernelStructuredPredictor(BaseEstimator):
             W = np.zeros((n, labels.size))
             W[np.arange(n), inverse] = 1.0
         cand = np.arange(r, dtype=np.int64) if self.candidates == "all" else labels
-        S = np.asarray(self.space.squared_distance_matrix)
+        # Only the training labels' rows of S: large spaces never build the (r, r) matrix.
+        S_rows = self.space.squared_distance_rows(labels)[:, cand]
         gamma = resolve_gamma(Xa, self.gamma) if self.kernel == "rbf" else 0.0
         factor = ridge_factor(kernel_matrix(Xa, Xa, self.kernel, gamma), nu)
-        self.dual_coef_ = ridge_weights(factor, W @ S[np.ix_(labels, cand)])
+        self.dual_coef_ = ridge_weights(factor, W @ S_rows)
         self.X_fit_ = Xa
         self.gamma_ = float(gamma)
         self.labels_ = labels.astype(np.int64)
@@ -288,4 +289,4 @@ class KernelStructuredPredictor(BaseEstimator):
         yi = _check_labels(y, len(self.space), pred.shape[0])
         if metric == "accuracy":
             return float(np.mean(pred == yi))
-        return -float(np.mean(self.space.squared_distance_matrix[pred, yi]))
+        return -float(np.mean(self.space.dist(pred, yi) ** 2))
