@@ -16,7 +16,7 @@ from snorkel.labeling import LabelingFunction
 
 from snorkel_structured._validation import ABSTAIN
 from snorkel_structured.labeling._common import (
-    MISSING_PARENTHESES,
+    SpaceLFDecorator,
     describe_row,
     short_repr,
 )
@@ -118,7 +118,7 @@ class StructuredLabelingFunction(LabelingFunction):
         )
 
 
-class structured_labeling_function:
+class structured_labeling_function(SpaceLFDecorator):
     """Decorator turning a function that returns label-space items into a Snorkel LF.
 
     Mirrors ``snorkel.labeling.labeling_function``, with the label space as an extra
@@ -168,34 +168,12 @@ class structured_labeling_function:
     (1, 2, 0)
     """
 
-    def __init__(
-        self,
-        space: Any = None,
-        name: str | None = None,
-        resources: Mapping[str, Any] | None = None,
-        pre: Sequence[Any] | None = None,
-    ) -> None:
-        if callable(space) and not hasattr(space, "index"):
-            raise ValueError(
-                MISSING_PARENTHESES.format(decorator="structured_labeling_function")
-            )
-        if space is None:
-            raise TypeError(
-                "structured_labeling_function needs the label space: "
-                "@structured_labeling_function(space=ss.Permutations(n_items=4))."
-            )
-        _check_finite_space(space)
-        self.space = space
-        self.name = name
-        self.resources = resources
-        self.pre = pre
+    decorator_name = "structured_labeling_function"
+    space_attribute = "index"
+    example_space = "ss.Permutations(n_items=4)"
 
-    def __call__(self, f: Callable[..., Any]) -> StructuredLabelingFunction:
-        """Wrap ``f`` into a :class:`StructuredLabelingFunction`."""
-        return StructuredLabelingFunction(
-            name=self.name or f.__name__,
-            f=f,
-            space=self.space,
-            resources=self.resources,
-            pre=self.pre,
-        )
+    def _check_space(self, space: Any) -> None:
+        _check_finite_space(space)
+
+    def _make_lf(self, **kwargs: Any) -> StructuredLabelingFunction:
+        return StructuredLabelingFunction(**kwargs)

@@ -26,7 +26,7 @@ from tqdm import tqdm
 
 from snorkel_structured._validation import check_scalar
 from snorkel_structured.labeling._common import (
-    MISSING_PARENTHESES,
+    SpaceLFDecorator,
     describe_row,
     short_repr,
 )
@@ -178,7 +178,7 @@ class ManifoldLabelingFunction:
         )
 
 
-class manifold_labeling_function:
+class manifold_labeling_function(SpaceLFDecorator):
     """Decorator turning a function that returns points into a manifold LF.
 
     The manifold counterpart of ``snorkel.labeling.labeling_function``.
@@ -223,6 +223,10 @@ class manifold_labeling_function:
     array([ 2., nan])
     """
 
+    decorator_name = "manifold_labeling_function"
+    space_attribute = "projection"
+    example_space = "ss.Sphere(2)"
+
     def __init__(
         self,
         space: Any = None,
@@ -231,32 +235,14 @@ class manifold_labeling_function:
         pre: Sequence[Any] | None = None,
         atol: float = 1e-4,
     ) -> None:
-        if callable(space) and not hasattr(space, "projection"):
-            raise ValueError(
-                MISSING_PARENTHESES.format(decorator="manifold_labeling_function")
-            )
-        if space is None:
-            raise TypeError(
-                "manifold_labeling_function needs the label space: "
-                "@manifold_labeling_function(space=ss.Sphere(2))."
-            )
-        _check_manifold_space(space)
-        self.space = space
-        self.name = name
-        self.resources = resources
-        self.pre = pre
+        super().__init__(space, name, resources, pre)
         self.atol = atol
 
-    def __call__(self, f: Callable[..., Any]) -> ManifoldLabelingFunction:
-        """Wrap ``f`` into a :class:`ManifoldLabelingFunction`."""
-        return ManifoldLabelingFunction(
-            name=self.name or f.__name__,
-            f=f,
-            space=self.space,
-            resources=self.resources,
-            pre=self.pre,
-            atol=self.atol,
-        )
+    def _check_space(self, space: Any) -> None:
+        _check_manifold_space(space)
+
+    def _make_lf(self, **kwargs: Any) -> ManifoldLabelingFunction:
+        return ManifoldLabelingFunction(atol=self.atol, **kwargs)
 
 
 def _apply_to_frame(
