@@ -76,6 +76,18 @@ class ManifoldEstimate:
     pairs_used: np.ndarray
 
 
+def _estimate(noise: Any, scale: np.ndarray, pairs: np.ndarray) -> ManifoldEstimate:
+    """The estimate for fitted noise parameters: scale and the two moments it implies."""
+    return ManifoldEstimate(
+        noise_scale=scale,
+        expected_sq_dist=np.asarray(noise.expected_sq_dist(scale), dtype=np.float64),
+        expected_invariant=np.asarray(
+            noise.expected_invariant(scale), dtype=np.float64
+        ),
+        pairs_used=pairs,
+    )
+
+
 def _usable_pairs(stats: ManifoldStats, min_overlap: int, extra_ok=None) -> np.ndarray:
     m = stats.n_lfs
     ia, ib = np.triu_indices(m, 1)
@@ -155,14 +167,7 @@ def _finish(noise, invariant, pairs, what="invariant"):
         scale[inner] = noise.scale_from_invariant(invariant[inner])
     else:
         scale[inner] = noise.scale_from_expected_sq_dist(invariant[inner])
-    return ManifoldEstimate(
-        noise_scale=scale,
-        expected_sq_dist=np.asarray(noise.expected_sq_dist(scale), dtype=np.float64),
-        expected_invariant=np.asarray(
-            noise.expected_invariant(scale), dtype=np.float64
-        ),
-        pairs_used=pairs,
-    )
+    return _estimate(noise, scale, pairs)
 
 
 def triplet_estimate(
@@ -329,11 +334,4 @@ def pair_sq_dist_estimate(
             IdentifiabilityWarning,
             stacklevel=2,
         )
-    return ManifoldEstimate(
-        noise_scale=scale,
-        expected_sq_dist=np.asarray(noise.expected_sq_dist(scale), dtype=np.float64),
-        expected_invariant=np.asarray(
-            noise.expected_invariant(scale), dtype=np.float64
-        ),
-        pairs_used=pairs,
-    )
+    return _estimate(noise, scale, pairs)

@@ -234,6 +234,8 @@ class _ManifoldNoise:
         ValueError
             If a value is outside the family's range (e.g. E cosh d < 1).
         """
+        if isinstance(self.space, Euclidean):  # the invariant is E d^2 itself there
+            return self.scale_from_expected_sq_dist(value)
         return self._invert(
             lambda s: float(self.expected_invariant(s)), value, "expected_invariant"
         )
@@ -357,12 +359,6 @@ class WrappedNormal(_ManifoldNoise):
                 f"expected_sq_dist must be positive for {self!r}; got {value.ravel()[~(value.ravel() > 0)][0]!r}."
             )
         return value / self.space.dim
-
-    def scale_from_invariant(self, value):
-        """Invert :meth:`expected_invariant`; closed form on Euclidean space."""
-        if isinstance(self.space, Euclidean):
-            return self.scale_from_expected_sq_dist(value)
-        return super().scale_from_invariant(value)
 
     def pair_expected_sq_dist(self, scale_a, scale_b):
         """E d^2(lambda_a, lambda_b); ``dim (sigma2_a + sigma2_b)`` on Euclidean space."""
@@ -547,12 +543,6 @@ class RiemannianGaussian(_ManifoldNoise):
                 )
             return self.space.dim / (2.0 * value)
         return super().scale_from_expected_sq_dist(value)
-
-    def scale_from_invariant(self, value):
-        """Invert :meth:`expected_invariant`."""
-        if isinstance(self.space, Euclidean):
-            return self.scale_from_expected_sq_dist(value)
-        return super().scale_from_invariant(value)
 
     def pair_expected_sq_dist(self, scale_a, scale_b):
         """E d^2(lambda_a, lambda_b); ``dim (1/(2 theta_a) + 1/(2 theta_b))`` on R^d."""
