@@ -1,0 +1,364 @@
+"""The fitted posterior of StructuredLabelModel, and the methods that read it.
+
+Fitting (``structured.py``) ends in a :class:`_SupportPosterior`: the log-probability
+tables of the votes given each label of the support and the log prior. Everything a
+fitted model answers (``predict_proba``, ``predict``, ``score``, pseudolabel draws,
+Snorkel's ``get_weights``/``get_conditional_probs``) is computed from it here.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+from scipy.special import logsumexp
+from snorkel.analysis import metric_score
+
+from snorkel_structured._chunks import is_dask_collection, map_partitions_to_array
+from snorkel_structured._validation import (
+    ABSTAIN,
+    check_is_fitted,
+    check_label_matrix,
+    check_seed,
+)
+from snorkel_structured.estimators._stats import unique_rows
+from snorkel_structured.noise.finite import log_conditional_probs
+from snorkel_structured.spaces.finite import DENSE_MAX_LABELS
+
+_TIE_BREAK = ("abstain", "true-random", "random")
+_STRUCTURED_METRICS = ("mean_distance", "mean_sq_distance")
+# predict_proba(L) refuses to return a full (n_samples, r) array above this many bytes.
+MAX_PROBA_BYTES = 1 << 30
+_LABELS = ("all", "support")
+
+
+def _max_partition_rows(data: Any) -> int:
+    """Rows of the largest partition of a Dask array (0 when unknown, e.g. DataFrames)."""
+    chunks = getattr(data, "chunks", None)
+    if not chunks or any(c != c for c in chunks[0]):  # NaN: unknown sizes
+        return 0
+    return int(max(chunks[0]))
+
+
+class _SupportPosterior:
+    """The fitted posterior restricted to the support: small arrays, picklable.
+
+    ``table[a, v + 1, j]`` = log P(lambda_a = v | Y = support_j) (row 0: abstain, 0);
+    P(Y | votes) is zero off the support, so nothing of size r x r is ever needed.
+    This is what Dask workers receive for partition-wise prediction.
+    """
+
+    def __init__(
+        self, table: np.ndarray, log_prior: np.ndarray, support: np.ndarray, r: int
+    ) -> None:
+        self.table = table
+        self.log_prior = log_prior
+        self.support = support
+        self.r = r
+        self.n_lfs = table.shape[0]
+
+    def check(self, L: Any, name: str = "L") -> np.ndarray:
+        return check_label_matrix(
+            L, n_labels=self.r, min_lfs=3, name=name, n_lfs=self.n_lfs
+        )
+
+    def log_proba(self, L: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """log P(Y = support_j | pattern) over the unique rows, and the inverse map."""
+        patterns, inverse = unique_rows(L, self.r)
+        out = np.tile(self.log_prior, (patterns.shape[0], 1))
+        for a in range(self.n_lfs):  # one (n_patterns, k) gather per LF
+            out += self.table[a][patterns[:, a] + 1]
+        impossible = np.isneginf(out).all(axis=1)
+        if impossible.any():  # votes impossible under every supported label: the prior
+            out[impossible] = self.log_prior
+        return out - logsumexp(out, axis=1, keepdims=True), inverse
+
+    def proba(self, L: Any, labels: str = "all") -> np.ndarray:
+        L = self.check(L)
+        logp, inverse = self.log_proba(L)
+        probs = np.exp(logp)[inverse]
+        if labels == "support":
+            return probs
+        full = np.zeros((L.shape[0], self.r))
+        full[:, self.support] = probs
+        return full
+
+    def predict(
+        self, L: Any, tie_break_policy: str = "abstain", seed: Any = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(preds, posterior over the support per unique pattern, inverse map)."""
+        L = self.check(L)
+        logp, inverse = self.log_proba(L)
+        probs_u = np.exp(logp)
+        tied = np.abs(probs_u - probs_u.max(axis=1, keepdims=True)) < 1e-5  # (u, k)
+        n_tied = tied.sum(axis=1)
+        preds = self.support[np.argmax(tied, axis=1)][inverse]
+        rows = np.flatnonzero(n_tied[inverse] > 1)
+        if rows.size:
+            if tie_break_policy == "abstain":
+                preds[rows] = ABSTAIN
+            else:
+                t = tied[inverse[rows]]
+                if (
+                    tie_break_policy == "random"
+                ):  # deterministic per row index and label
+                    keys = (
+                        (
+                            rows[:, None].astype(np.uint64) * np.uint64(2654435761)
+                            + self.support.astype(np.uint64)[None, :] * np.uint64(40503)
+                        )
+                        % np.uint64(1 << 31)
+                    ).astype(np.float64)
+                else:
+                    keys = check_seed(seed).random(t.shape)
+                preds[rows] = self.support[
+                    np.argmax(np.where(t, keys + 1.0, 0.0), axis=1)
+                ]
+        return preds, probs_u, inverse
+
+    def predict_block(self, L: Any, tie_break_policy: str = "abstain") -> np.ndarray:
+        return self.predict(L, tie_break_policy)[0]
+
+
+class PosteriorMethods:
+    """Methods of a fitted StructuredLabelModel that read ``self._posterior``.
+
+    The host class provides ``space``, ``n_lfs_``, ``support_``, ``prior_``,
+    ``theta_``, ``coverage_``, ``_posterior`` and ``_check_L``/``_check_gold``.
+    """
+
+    def log_conditional_probs(self) -> np.ndarray:
+        """log P(lambda_a = v | Y = y) of the fitted model, shape (n_lfs, r, r) [a, y, v].
+
+        Raises ``ValueError`` for a space above 2,048 labels (the table would be
+        n_lfs r^2 numbers); the support's rows are what prediction uses.
+        """
+        check_is_fitted(self, "theta_")
+        r = len(self.space)
+        if r > DENSE_MAX_LABELS:
+            raise ValueError(
+                f"log_conditional_probs() would build an ({self.n_lfs_}, {r}, {r}) array "
+                f"on a space of {r} labels; the model only needs the support's rows."
+            )
+        return log_conditional_probs(self.space.squared_distance_matrix, self.theta_)
+
+    def get_conditional_probs(self) -> np.ndarray:
+        """Snorkel's table P(lambda_a = v | Y = y), shape (n_lfs, r + 1, r).
+
+        ``out[a, 0, y]`` is the abstain probability (1 - coverage; abstains do not
+        depend on y in this model) and ``out[a, v + 1, y]`` the probability of vote v.
+        Each ``out[a, :, y]`` sums to 1.
+        """
+        check_is_fitted(self, "theta_")
+        cov = self.coverage_
+        out = np.empty((self.n_lfs_, len(self.space) + 1, len(self.space)))
+        out[:, 0, :] = (1.0 - cov)[:, None]
+        out[:, 1:, :] = cov[:, None, None] * np.exp(
+            self.log_conditional_probs()
+        ).transpose(0, 2, 1)
+        return out
+
+    def get_weights(self) -> np.ndarray:
+        """Each LF's estimated accuracy P(lambda_a = Y | lambda_a votes), shape (n_lfs,)."""
+        check_is_fitted(self, "theta_")
+        T = self.support_
+        # P(v = y | y) for y in the support: table[a, T_j + 1, j]
+        diag = np.exp(self._posterior.table[:, T + 1, np.arange(T.size)])  # (m, k)
+        return np.clip(diag @ self.prior_[T], 1e-6, 1.0)
+
+    def _check_labels(self, labels: str) -> None:
+        if labels not in _LABELS:
+            raise ValueError(f"labels must be one of {_LABELS}; got {labels!r}.")
+
+    def predict_proba(
+        self, L: Any, *, labels: str = "all", max_bytes: int = MAX_PROBA_BYTES
+    ) -> Any:
+        """Posterior P(Y = y | votes) per row.
+
+        Parameters
+        ----------
+        L : array-like of int of shape (n_samples, n_lfs), or Dask array/DataFrame
+            A Dask collection gives a lazy Dask array, computed partition by
+            partition (on the workers of an active ``dask.distributed`` client).
+        labels : {"all", "support"}, default="all"
+            "all": one column per label of the space, as Snorkel's ``predict_proba``
+            (zero off ``support_``). "support": one column per label of
+            ``support_`` only, shape (n_samples, k): the posterior is zero elsewhere,
+            so this loses nothing and is what large spaces (Permutations(8), r =
+            40,320) should use.
+        max_bytes : int, default=2**30
+            Largest (n_samples, r) result "all" may return in memory (for a Dask
+            collection: per partition).
+
+        Returns
+        -------
+        probs : ndarray of shape (n_samples, r) or (n_samples, k)
+
+        Raises
+        ------
+        ValueError
+            If ``labels="all"`` would exceed ``max_bytes``; the message gives the size
+            and suggests ``labels="support"``.
+        """
+        check_is_fitted(self, "theta_")
+        self._check_labels(labels)
+        r, k = len(self.space), self.support_.size
+        width = r if labels == "all" else k
+        post = self._posterior
+        if is_dask_collection(L):
+            if labels == "all":
+                self._check_budget(_max_partition_rows(L), max_bytes, "per partition ")
+            return map_partitions_to_array(
+                L, functools.partial(post.proba, labels=labels), (width,), np.float64
+            )
+        L = self._check_L(L)
+        if labels == "all":
+            self._check_budget(L.shape[0], max_bytes, "")
+        return post.proba(L, labels)
+
+    def _check_budget(self, n: int, max_bytes: int, where: str) -> None:
+        r = len(self.space)
+        need = 8 * n * r
+        if need > max_bytes:
+            raise ValueError(
+                f"predict_proba(L) would return an ({n}, {r}) float64 array {where}"
+                f"({need / 2**30:.2f} GiB), above max_bytes={max_bytes}. The posterior is "
+                f"zero outside the {self.support_.size} labels of support_: use "
+                "predict_proba(L, labels='support') for the (n_samples, k) posterior over "
+                "support_, predict(L) for labels, or pass chunks of rows."
+            )
+
+    def predict(
+        self,
+        L: Any,
+        return_probs: bool | None = False,
+        tie_break_policy: str = "abstain",
+        *,
+        seed: Any = None,
+    ) -> Any:
+        """MAP label per row, ties broken as Snorkel's ``probs_to_preds``.
+
+        Parameters
+        ----------
+        L : array-like of int of shape (n_samples, n_lfs), or Dask array/DataFrame
+            A Dask collection gives a lazy Dask array of predictions (partition by
+            partition; "random" ties then hash the row index within its partition).
+        return_probs : bool, default=False
+            Also return ``predict_proba(L)`` (in-memory input only).
+        tie_break_policy : {"abstain", "true-random", "random"}, default="abstain"
+            Labels within 1e-5 of the top probability tie. "abstain" returns -1;
+            "random" picks deterministically from the row index (Snorkel's hash
+            policy); "true-random" draws with ``seed``.
+        seed : None, int or numpy.random.Generator
+            For "true-random".
+
+        Returns
+        -------
+        preds : ndarray of int of shape (n_samples,)
+        probs : ndarray of shape (n_samples, r), if ``return_probs``
+        """
+        check_is_fitted(self, "theta_")
+        if tie_break_policy not in _TIE_BREAK:
+            raise ValueError(
+                f"tie_break_policy must be one of {_TIE_BREAK}; got {tie_break_policy!r}."
+            )
+        post = self._posterior
+        if is_dask_collection(L):
+            if return_probs or tie_break_policy == "true-random":
+                raise ValueError(
+                    "Over a Dask collection, predict supports neither return_probs nor "
+                    "tie_break_policy='true-random'; call predict_proba(L) separately."
+                )
+            return map_partitions_to_array(
+                L,
+                functools.partial(
+                    post.predict_block, tie_break_policy=tie_break_policy
+                ),
+                (),
+                np.int64,
+            )
+        L = self._check_L(L)
+        preds, probs_u, inverse = post.predict(L, tie_break_policy, seed)
+        if return_probs:
+            self._check_budget(L.shape[0], MAX_PROBA_BYTES, "")
+            probs = np.zeros((L.shape[0], len(self.space)))
+            probs[:, self.support_] = probs_u[inverse]
+            return preds, probs
+        return preds
+
+    def score(
+        self,
+        L: Any,
+        Y: Any,
+        metrics: list[str] | None = ["accuracy"],  # noqa: B006 - Snorkel's signature
+        tie_break_policy: str = "abstain",
+    ) -> dict[str, float]:
+        """Snorkel's metrics plus structured ones on the MAP predictions.
+
+        Rows the model abstains on (ties under "abstain") are left out, as in Snorkel.
+
+        Parameters
+        ----------
+        L : array-like of int of shape (n_samples, n_lfs)
+        Y : array-like of int of shape (n_samples,)
+            True label indices.
+        metrics : list of str, default=["accuracy"]
+            Any metric of ``snorkel.analysis.metric_score`` (accuracy, f1_micro, ...)
+            and "mean_distance", "mean_sq_distance" (to the true label).
+        tie_break_policy : str, default="abstain"
+
+        Returns
+        -------
+        scores : dict of str to float
+        """
+        check_is_fitted(self, "theta_")
+        L = self._check_L(L)
+        y = self._check_gold(Y, "Y", n=L.shape[0])
+        metrics = ["accuracy"] if metrics is None else list(metrics)
+        preds, probs_u, inverse = self._posterior.predict(L, tie_break_policy)
+        keep = preds != ABSTAIN
+        out: dict[str, float] = {}
+        probs = None
+        for name in metrics:
+            if name in _STRUCTURED_METRICS:
+                d = self.space.dist(preds[keep], y[keep])
+                d = d if name == "mean_distance" else d * d
+                out[name] = float(d.mean()) if keep.any() else float("nan")
+                continue
+            if probs is None and name == "roc_auc":  # the only metric reading probs
+                self._check_budget(L.shape[0], MAX_PROBA_BYTES, "")
+                probs = np.zeros((L.shape[0], len(self.space)))
+                probs[:, self.support_] = probs_u[inverse]
+            out[name] = float(
+                metric_score(
+                    golds=y[keep],
+                    preds=preds[keep],
+                    probs=None if probs is None else probs[keep],
+                    metric=name,
+                )
+            )
+        return out
+
+    def sample_pseudolabels(self, L: Any, seed: Any = None) -> np.ndarray:
+        """One draw per row from the posterior P(Y | votes): shape (n_samples,).
+
+        Parameters
+        ----------
+        L : array-like of int of shape (n_samples, n_lfs)
+        seed : None, int or numpy.random.Generator
+
+        Returns
+        -------
+        labels : ndarray of int64 of shape (n_samples,)
+        """
+        check_is_fitted(self, "theta_")
+        L = self._check_L(L)
+        rng = check_seed(seed)
+        logp, inverse = self._posterior.log_proba(L)
+        u_count, k = logp.shape
+        cdf = np.cumsum(np.exp(logp), axis=1)
+        cdf /= cdf[:, -1:]
+        flat = (cdf + np.arange(u_count)[:, None]).ravel()
+        pos = np.searchsorted(flat, inverse + rng.random(inverse.size), side="right")
+        return self.support_[np.minimum(pos - inverse * k, k - 1)].astype(np.int64)
