@@ -185,10 +185,10 @@ def check_label_matrix(
     out = arr.astype(np.int64, copy=True)
     if out.shape[0] == 0:
         raise ValueError(f"{name} must have at least one row; got shape {out.shape}.")
-    if out.shape[1] < min_lfs:
+    if out.shape[1] < min_lfs:  # Snorkel: "L_train should have at least 3 ..."
         raise ValueError(
-            f"{name} must have at least {min_lfs} columns (labeling functions); got "
-            f"shape {out.shape}. Add labeling functions."
+            f"{name} should have at least {min_lfs} labeling functions, i.e. at least "
+            f"{min_lfs} columns; got shape {out.shape}. Add labeling functions."
         )
     if n_lfs is not None and out.shape[1] != n_lfs:
         raise ValueError(
@@ -204,6 +204,13 @@ def check_label_matrix(
             if n_labels is None
             else f"-1 (abstain) or in [0, {n_labels})"
         )
+        if (out >= high).any():  # Snorkel's phrase: "L_train has cardinality ..."
+            idx = _first_index(out >= high)
+            raise ValueError(
+                f"{name} has cardinality {int(out.max()) + 1}, more than the "
+                f"{n_labels} labels of the space: entry {idx} is {out[idx]}, a label "
+                f"index outside the label space; votes must be {rng_txt}."
+            )
         raise ValueError(
             f"{name} holds a label index outside the label space: entry {idx} is "
             f"{out[idx]}; votes must be {rng_txt}."

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 from scipy.special import logsumexp
-from snorkel.analysis import metric_score
+from snorkel.analysis import Scorer
 
 from snorkel_structured._chunks import is_dask_collection, map_partitions_to_array
 from snorkel_structured._validation import (
@@ -294,50 +294,56 @@ class PosteriorMethods:
         metrics: list[str] | None = ["accuracy"],  # noqa: B006 - Snorkel's signature
         tie_break_policy: str = "abstain",
     ) -> dict[str, float]:
-        """Snorkel's metrics plus structured ones on the MAP predictions.
+        """Snorkel's metrics plus structured ones on the MAP predictions, as Snorkel.
 
-        Rows the model abstains on (ties under "abstain") are left out, as in Snorkel.
+        As Snorkel's ``LabelModel.score``: "coverage" is the fraction of rows the
+        model does not abstain on (ties under ``tie_break_policy="abstain"``); every
+        other metric is computed on the rows the model labels and whose gold label is
+        known (not -1).
 
         Parameters
         ----------
         L : array-like of int of shape (n_samples, n_lfs)
         Y : array-like of int of shape (n_samples,)
-            True label indices.
+            True label indices; -1 marks an unknown label (the row is left out).
         metrics : list of str, default=["accuracy"]
-            Any metric of ``snorkel.analysis.metric_score`` (accuracy, f1_micro, ...)
-            and "mean_distance", "mean_sq_distance" (to the true label).
+            Any metric of Snorkel's ``Scorer`` ("accuracy", "coverage", "f1",
+            "f1_micro", "roc_auc", ...) and "mean_distance", "mean_sq_distance" (to the
+            true label). ``None`` scores nothing, as in Snorkel.
         tie_break_policy : str, default="abstain"
 
         Returns
         -------
         scores : dict of str to float
+            In the order of ``metrics``.
+
+        Raises
+        ------
+        ValueError
+            For an unknown metric ("Unrecognized metric: ...").
         """
         check_is_fitted(self, "theta_")
         L = self._check_L(L)
-        y = self._check_gold(Y, "Y", n=L.shape[0])
-        metrics = ["accuracy"] if metrics is None else list(metrics)
+        y = self._check_gold(Y, "Y", n=L.shape[0], allow_unknown=True)
+        metrics = [] if metrics is None else list(metrics)
+        snorkel_metrics = [m for m in metrics if m not in _STRUCTURED_METRICS]
+        scorer = Scorer(metrics=snorkel_metrics)  # refuses unknown metric names
         preds, probs_u, inverse = self._posterior.predict(L, tie_break_policy)
-        keep = preds != ABSTAIN
-        out: dict[str, float] = {}
         probs = None
+        if "roc_auc" in snorkel_metrics:  # the only metric reading probs
+            self._check_budget(L.shape[0], MAX_PROBA_BYTES, "")
+            probs = np.zeros((L.shape[0], len(self.space)))
+            probs[:, self.support_] = probs_u[inverse]
+        scores = scorer.score(y, preds, probs)  # drops -1 golds and preds but coverage
+        keep = (preds != ABSTAIN) & (y != ABSTAIN)
+        out: dict[str, float] = {}
         for name in metrics:
             if name in _STRUCTURED_METRICS:
                 d = self.space.dist(preds[keep], y[keep])
                 d = d if name == "mean_distance" else d * d
                 out[name] = float(d.mean()) if keep.any() else float("nan")
-                continue
-            if probs is None and name == "roc_auc":  # the only metric reading probs
-                self._check_budget(L.shape[0], MAX_PROBA_BYTES, "")
-                probs = np.zeros((L.shape[0], len(self.space)))
-                probs[:, self.support_] = probs_u[inverse]
-            out[name] = float(
-                metric_score(
-                    golds=y[keep],
-                    preds=preds[keep],
-                    probs=None if probs is None else probs[keep],
-                    metric=name,
-                )
-            )
+            else:
+                out[name] = float(scores[name])
         return out
 
     def sample_pseudolabels(self, L: Any, seed: Any = None) -> np.ndarray:

@@ -35,6 +35,12 @@ from snorkel_structured.label_model._posterior import (
     PosteriorMethods,
     _SupportPosterior,
 )
+from snorkel_structured.label_model._snorkel_compat import (
+    check_class_balance,
+    check_dev_classes,
+    check_prec_init_shape,
+    check_train_options,
+)
 from snorkel_structured.noise.finite import (
     expected_sq_dist,
     theta_from_expected_sq_dist,
@@ -46,21 +52,6 @@ from snorkel_structured.spaces.finite import FiniteMetricSpace
 __all__ = ["StructuredLabelModel"]
 
 _ESTIMATORS = ("tensor", "mle", "uws")
-# Snorkel LabelModel.fit options that configure its torch optimizer: accepted, unused.
-_SNORKEL_TRAIN_KEYS = frozenset(
-    {
-        "n_epochs",
-        "lr",
-        "l2",
-        "optimizer",
-        "optimizer_config",
-        "lr_scheduler",
-        "lr_scheduler_config",
-        "prec_init",
-        "log_freq",
-        "mu_eps",
-    }
-)
 
 
 def _chunk_stats(
@@ -273,6 +264,7 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
         r = len(self.space)
         if class_balance is not None:
             p = np.asarray(class_balance, dtype=np.float64)
+            check_class_balance(self.space, p)  # Snorkel's refusals (Discrete only)
             if (
                 p.shape != (r,)
                 or not np.isfinite(p).all()
@@ -286,15 +278,25 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
             return p / p.sum()
         if Y_dev is not None:
             y = self._check_gold(Y_dev, "Y_dev")
+            check_dev_classes(self.space, y)  # Snorkel's refusal (Discrete only)
             return np.bincount(y, minlength=r) / y.size
         return None
 
-    def _check_gold(self, Y: Any, name: str, n: int | None = None) -> np.ndarray:
+    def _check_gold(
+        self, Y: Any, name: str, n: int | None = None, *, allow_unknown: bool = False
+    ) -> np.ndarray:
+        """Gold label indices; integral floats pass, as in Snorkel.
+
+        ``allow_unknown`` lets -1 mark a row whose label is unknown (``score``).
+        """
         r = len(self.space)
         y = np.asarray(Y)
         if y.ndim == 2 and y.shape[1] == 1:
             y = y[:, 0]
-        if y.ndim != 1 or y.size == 0 or y.dtype.kind not in "iu":
+        integral = y.dtype.kind in "iu" or (
+            y.dtype.kind == "f" and bool(np.all(np.isfinite(y) & (y == np.round(y))))
+        )
+        if y.ndim != 1 or y.size == 0 or not integral:
             raise ValueError(
                 f"{name} must be a 1-D array of label indices; got shape {y.shape}, dtype {y.dtype}."
             )
@@ -302,13 +304,15 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
             raise ValueError(
                 f"{name} must have one label per row of L ({n}); got {y.size}."
             )
-        bad = (y < 0) | (y >= r)
+        y = y.astype(np.int64)
+        bad = ((y < 0) & ~(allow_unknown & (y == ABSTAIN))) | (y >= r)
         if bad.any():
             i = int(np.argmax(bad))
+            unknown = " (or -1 for an unknown label)" if allow_unknown else ""
             raise ValueError(
-                f"{name} holds a label outside [0, {r}): entry {i} is {y[i]}."
+                f"{name} holds a label outside [0, {r}){unknown}: entry {i} is {y[i]}."
             )
-        return y.astype(np.int64)
+        return y
 
     def _check_L(self, L: Any, name: str = "L") -> np.ndarray:
         return check_label_matrix(
@@ -337,15 +341,25 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
             in-memory array (the statistics are additive).
         Y_dev : array-like of int of shape (n_dev,), optional
             Gold labels; when given (and ``class_balance`` is not), their frequencies
-            fix the prior, as in Snorkel (labels absent from ``Y_dev`` get prior 0).
+            fix the prior, as in Snorkel. On a ``Discrete`` space every class must
+            occur in ``Y_dev`` (Snorkel's "Does not match LabelModel cardinality");
+            elsewhere labels absent from ``Y_dev`` get prior 0.
         class_balance : array-like of shape (r,), optional
-            A fixed prior over the labels of ``space`` (normalized here).
+            A fixed prior over the labels of ``space`` (normalized here). On a
+            ``Discrete`` space it must have one positive entry per class, as in
+            Snorkel; elsewhere zeros are allowed (a prior on a few labels).
         progress_bar : bool, default=True
-            Unused (the fit has no epochs).
+            Validated and unused (the fit has no epochs).
         **config
             ``seed``, ``max_iter`` and ``tol`` override the constructor's for this
-            fit; Snorkel's optimizer options (``n_epochs``, ``lr``, ``l2``, ...) are
-            accepted and ignored.
+            fit. Snorkel's training options ``n_epochs``, ``lr``, ``l2``,
+            ``optimizer``, ``optimizer_config``, ``lr_scheduler``,
+            ``lr_scheduler_config``, ``prec_init``, ``log_freq`` and ``mu_eps`` are
+            validated as Snorkel's ``LabelModel.fit`` validates them (same errors,
+            e.g. "Unrecognized optimizer option") and then ignored: the fit is EM on
+            vote-pattern counts, with no epochs, learning rate or initial precisions.
+            ``mu_eps`` (in [0, 0.5]) is not applied either: the reported
+            ``get_conditional_probs()`` stay those of the model ``predict`` uses.
 
         Returns
         -------
@@ -355,14 +369,18 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
         ------
         ValueError
             If ``L_train`` is not a 2-D integer matrix with at least 3 columns and votes
-            in [-1, r), or ``class_balance``/``Y_dev`` do not fit the space.
+            in [-1, r), ``class_balance``/``Y_dev`` do not fit the space, or a Snorkel
+            training option has a value Snorkel refuses.
+        TypeError
+            For an unknown keyword argument, or an option of a type Snorkel refuses.
         """
         self._check_params()
-        unknown = set(config) - _SNORKEL_TRAIN_KEYS - {"seed", "max_iter", "tol"}
-        if unknown:
-            raise TypeError(f"fit got unexpected keyword arguments {sorted(unknown)}.")
+        options = check_train_options(
+            config, progress_bar=progress_bar, own=("seed", "max_iter", "tol")
+        )
         fixed = self._check_class_balance(class_balance, Y_dev)
         stats = self._collect_stats(L_train, "L_train")
+        check_prec_init_shape(options["prec_init"], stats.n_lfs)
         return self._fit_stats(stats, fixed, config)
 
     def _collect_stats(
