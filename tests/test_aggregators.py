@@ -16,9 +16,10 @@ def test_kemeny_on_four_items_matches_brute_force(rng):
     assert got[0] == -1
     perms = list(itertools.permutations(range(4)))
 
-    def kendall(p, q):
+    def kendall(p, q):  # item pairs that the orderings p and q put in opposite order
+        pos_p, pos_q = [p.index(i) for i in range(4)], [q.index(i) for i in range(4)]
         return sum(
-            (p[i] - p[j]) * (q[i] - q[j]) < 0
+            (pos_p[i] - pos_p[j]) * (pos_q[i] - pos_q[j]) < 0
             for i, j in itertools.combinations(range(4), 2)
         )
 

@@ -16,7 +16,7 @@ SPACE = ss.Permutations(n_items=3)
 
 def _order(x, cols):
     """Ranking of the items by descending score (a label-space item)."""
-    return tuple(int(i) for i in np.argsort(-np.asarray([x[c] for c in cols])))
+    return SPACE.from_scores([x[c] for c in cols])
 
 
 @ss.structured_labeling_function(space=SPACE)

@@ -160,12 +160,12 @@ class structured_labeling_function(SpaceLFDecorator):
     ... def by_score(x):
     ...     if not x["ok"]:
     ...         return None
-    ...     return tuple(int(i) for i in pd.Series(x["scores"]).argsort())
+    ...     return space.from_scores(x["scores"])  # highest score first
     >>> df = pd.DataFrame({"scores": [[3, 1, 2], [1, 2, 3]], "ok": [True, False]})
     >>> PandasLFApplier([by_score]).apply(df, progress_bar=False).tolist()
-    [[3], [-1]]
-    >>> space.item(3)
-    (1, 2, 0)
+    [[1], [-1]]
+    >>> space.item(1)
+    (0, 2, 1)
     """
 
     decorator_name = "structured_labeling_function"
