@@ -25,6 +25,7 @@ accelerated with SQUAREM (Varadhan and Roland, 2008) with a monotonicity safegua
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,10 @@ from snorkel_structured.estimators._stats import VoteStats
 from snorkel_structured.spaces.finite import DENSE_MAX_LABELS, FiniteMetricSpace
 
 _THETA_MAX = 50.0
+# P(abstain | Y) is kept inside [_ALPHA_MIN, 1 - _ALPHA_MIN] (finite logs).
+_ALPHA_MIN = 1e-9
+# Strength of the conjugate prior on theta, in votes per LF (see _Problem.m_step).
+_PSEUDO_VOTES = 1.0
 # Spaces up to this many labels use their full (r, r) squared-distance matrix; larger
 # ones (e.g. Permutations(8), r = 40,320) only ever compute rows S[idx, :] on demand.
 _DENSE_MAX = DENSE_MAX_LABELS
@@ -236,6 +241,17 @@ class _Problem:
         self.XcT = sp.csr_matrix((self.c[rows_i], (cols, rows_i)), shape=shape[::-1])
         # vote histogram per LF, (m, r)
         self.hist = np.asarray(self.XcT.sum(axis=1)).reshape(self.m, self.r + 1)[:, 1:]
+        # Abstains, for the model where P(abstain | Y) depends on the label.
+        self.abstained = (~self.voted).astype(np.float64)  # (u, m)
+        self.cA = self.c[:, None] * self.abstained  # (u, m)
+        self.abstain_rate = 1.0 - self.n_voted / max(self.n, 1e-300)  # (m,)
+        self.any_abstain = bool(self.abstained.any())
+        # log-likelihood of the abstains when they do not depend on Y (constant in the
+        # parameters), so that likelihoods with and without alpha compare.
+        rate = np.clip(self.abstain_rate, _ALPHA_MIN, 1.0 - _ALPHA_MIN)
+        self.abstain_loglik = float(
+            self.cA.sum(0) @ np.log(rate) + self.n_voted @ np.log1p(-rate)
+        )
         self._dists: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     # -- rows of S and their value distributions -----------------------------------
@@ -280,28 +296,115 @@ class _Problem:
         return np.asarray(self.X @ W)
 
     def e_step(
-        self, log_w: np.ndarray, theta: np.ndarray, T: np.ndarray
+        self,
+        log_w: np.ndarray,
+        theta: np.ndarray,
+        T: np.ndarray,
+        alpha: np.ndarray | None = None,
     ) -> tuple[np.ndarray, float]:
+        """Responsibilities (u, k) and the log-likelihood.
+
+        ``alpha`` (m, k), when given, is P(lambda_a abstains | Y = T_j): each pattern then
+        also has the probability of its abstains, and each vote the factor 1 - alpha.
+        Without it abstains are independent of Y: they drop out of R, and the
+        log-likelihood counts them at each LF's overall abstain rate.
+        """
         G = self.log_lik_given(self.log_table(theta, T)) + log_w[None, :]
+        if alpha is not None:
+            G += self.abstained @ np.log(alpha) + self.voted @ np.log1p(-alpha)
         mx = G.max(axis=1, keepdims=True)
         E = np.exp(G - mx)
         z = E.sum(axis=1, keepdims=True)
         R = E / z
-        return R, float(self.c @ (mx[:, 0] + np.log(z[:, 0])))
+        ll = float(self.c @ (mx[:, 0] + np.log(z[:, 0])))
+        return R, ll + (self.abstain_loglik if alpha is None else 0.0)
+
+    def conditional_loglik(
+        self,
+        log_w: np.ndarray,
+        theta: np.ndarray,
+        T: np.ndarray,
+        alpha: np.ndarray | None = None,
+    ) -> tuple[float, float]:
+        """sum over rows and votes of log P(lambda_a = vote | the other LFs' outputs).
+
+        A vote counts where another LF voted too: alone, it has nothing to agree
+        with. Returns (value, number of rows that count). This is a pseudo-likelihood
+        of the agreements: a model that only reshapes each LF's vote distribution
+        (a skewed prior, or LFs declared pure noise) gains nothing here, while one
+        that predicts how LFs agree does.
+        """
+        k = T.size
+        W = self.log_table(theta, T).reshape(self.m, self.r + 1, k)
+        per_lf = np.empty((self.u, self.m, k))
+        for a in range(self.m):  # m gathers of (u, k)
+            per_lf[:, a, :] = W[a][self.P[:, a] + 1]
+        if alpha is None:  # abstains independent of Y: each LF's overall rate
+            rate = np.clip(self.abstain_rate, _ALPHA_MIN, 1.0 - _ALPHA_MIN)
+            alpha = np.repeat(rate[:, None], k, axis=1)
+        per_lf += np.where(
+            self.voted[:, :, None], np.log1p(-alpha)[None], np.log(alpha)[None]
+        )
+        G = per_lf.sum(axis=1) + log_w[None, :]  # (u, k)
+        n_votes = self.voted.sum(axis=1)
+        rows = n_votes >= 2
+        if not rows.any():
+            return 0.0, 0.0
+        Gr, Lr = G[rows], per_lf[rows]
+        full = logsumexp(Gr, axis=1)  # (u',)
+        rest = logsumexp(Gr[:, None, :] - Lr, axis=2)  # (u', m): a left out
+        # A vote counts when another LF voted too. Abstains do not count: scoring them
+        # would reward latent classes that model who abstains with whom (e.g. "one LF
+        # per row") instead of the label; their dependence on Y still enters through
+        # the factor 1 - alpha of every vote.
+        counted = self.voted[rows] & (n_votes[rows, None] >= 2)
+        cond = np.where(counted, full[:, None] - rest, 0.0).sum(axis=1)
+        used = counted.any(axis=1)
+        return float(self.c[rows] @ cond), float(self.c[rows] @ used)
+
+    def m_step_alpha(self, R: np.ndarray) -> np.ndarray:
+        """P(abstain | Y = T_j) per LF, (m, k): posterior-weighted abstain rates.
+
+        Smoothed by one pseudo-row at the LF's overall abstain rate, so that a label
+        with little mass gets the overall rate rather than 0 or 1.
+        """
+        mass = self.c @ R  # (k,)
+        a = self.abstain_rate[:, None]
+        alpha = (self.cA.T @ R + a) / (mass[None, :] + 1.0)
+        return np.clip(alpha, _ALPHA_MIN, 1.0 - _ALPHA_MIN)
+
+    def vote_moments(
+        self, R: np.ndarray, T: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(m, k) posterior label mass among each LF's votes, and the posterior-
+        weighted sum of squared distances of those votes to each label."""
+        k = T.size
+        H = np.asarray(self.XcT @ R).reshape(self.m, self.r + 1, k)[:, 1:, :]
+        return H.sum(axis=1), np.einsum("avj,jv->aj", H, self.rows(T))
 
     def m_step(
-        self, R: np.ndarray, theta: np.ndarray, T: np.ndarray, label_dependent: bool
+        self,
+        R: np.ndarray,
+        theta: np.ndarray,
+        T: np.ndarray,
+        label_dependent: bool,
+        shared: bool = False,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """New (weights over T, theta); theta is (m,) or (m, k) (label-dependent)."""
+        """New (weights over T, theta); theta is (m,) or (m, k) (label-dependent).
+
+        ``shared``: one theta for every LF (the unweighted vote, as a model).
+        """
         w = self.c @ R / self.n
         k = T.size
-        H = np.asarray(self.XcT @ R).reshape(self.m, self.r + 1, k)[
-            :, 1:, :
-        ]  # (m, r, k)
-        N = H.sum(axis=1)  # (m, k) posterior label mass among rows where a voted
-        num = np.einsum(
-            "avj,jv->aj", H, self.rows(T)
-        )  # posterior-weighted observed d^2
+        N, num = self.vote_moments(R, T)
+        ST = self.rows(T)
+        # Conjugate prior on theta: _PSEUDO_VOTES votes per LF, spread over T by w,
+        # at half the mean squared distance of a random vote (for plain classes, 75%
+        # accuracy on two classes). Negligible with data; with almost none (a few rows,
+        # or LFs that never meet) it keeps theta positive, so the LFs still vote.
+        prior_d2 = 0.5 * ST.mean(axis=1)  # (k,)
+        N = N + _PSEUDO_VOTES * w[None, :]
+        num = num + _PSEUDO_VOTES * (w * prior_d2)[None, :]
         vals, logmult = self.dists(T)
         has = self.n_voted > 0
         new = theta.copy()
@@ -315,14 +418,28 @@ class _Problem:
             ).reshape(self.m, k)
             new[has] = sol[has]
             return w, new
+        if shared:
+            if not has.any():
+                return w, new
+            tot_all = N[has].sum()
+            target1 = np.array([num[has].sum() / max(tot_all, 1e-300)])
+            wts1 = N[has].sum(0, keepdims=True) / max(tot_all, 1e-300)
+            new[:] = _solve_theta(vals, logmult, wts1, target1, theta[has][:1])[0]
+            return w, new
         tot = N.sum(1)
         target = num.sum(1) / np.maximum(tot, 1e-300)
         wts = N / np.maximum(tot, 1e-300)[:, None]
         new[has] = _solve_theta(vals, logmult, wts[has], target[has], theta[has])
         return w, new
 
-    def loglik(self, log_w: np.ndarray, theta: np.ndarray, T: np.ndarray) -> float:
-        return self.e_step(log_w, theta, T)[1]
+    def loglik(
+        self,
+        log_w: np.ndarray,
+        theta: np.ndarray,
+        T: np.ndarray,
+        alpha: np.ndarray | None = None,
+    ) -> float:
+        return self.e_step(log_w, theta, T, alpha)[1]
 
     def expected_sq_dist(
         self, theta: np.ndarray, T: np.ndarray, w: np.ndarray
@@ -336,6 +453,18 @@ class _Problem:
         return m1 @ w
 
 
+@dataclass(frozen=True, eq=False)
+class EMFit:
+    """One EM run: weights over T, theta ((m,) or (m, k)), alpha ((m, k) or None)."""
+
+    w: np.ndarray
+    theta: np.ndarray
+    alpha: np.ndarray | None
+    ll: float
+    n_iter: int
+    converged: bool
+
+
 def _run_em(
     prob: _Problem,
     T: np.ndarray,
@@ -347,66 +476,83 @@ def _run_em(
     max_iter: int,
     tol: float,
     fixed_theta: bool = False,
-) -> tuple[np.ndarray, np.ndarray, float, int, bool]:
-    """SQUAREM-accelerated EM; returns (w, theta, loglik, n_iter, converged).
+    alpha: np.ndarray | None = None,
+    shared: bool = False,
+) -> EMFit:
+    """SQUAREM-accelerated EM from (w, theta[, alpha]).
 
-    ``theta`` is (m,) or, label-dependent, (m, k) over the labels of T.
+    ``theta`` is (m,) or, label-dependent, (m, k) over the labels of T; ``shared``
+    ties theta across LFs. ``alpha`` (m, k), when given, is estimated too: abstains
+    then depend on Y.
     """
+    k = T.size
+    n_th = theta.size
 
-    def pack(w_: np.ndarray, th: np.ndarray) -> np.ndarray:
-        return np.concatenate([np.log(np.maximum(w_, 1e-300)), th.ravel()])
+    def pack(w_: np.ndarray, th: np.ndarray, al: np.ndarray | None) -> np.ndarray:
+        parts = [np.log(np.maximum(w_, 1e-300)), th.ravel()]
+        if al is not None:
+            parts.append((np.log(al) - np.log1p(-al)).ravel())
+        return np.concatenate(parts)
 
-    def unpack(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        lw = x[: T.size]
-        lw = lw - logsumexp(lw)
-        th = np.clip(x[T.size :].reshape(theta.shape), 0.0, _THETA_MAX)
-        return np.exp(lw), th
+    def unpack(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        lw = x[:k] - logsumexp(x[:k])
+        th = np.clip(x[k : k + n_th].reshape(theta.shape), 0.0, _THETA_MAX)
+        al = None
+        if alpha is not None:
+            al = np.clip(
+                1.0 / (1.0 + np.exp(-x[k + n_th :].reshape(alpha.shape))),
+                _ALPHA_MIN,
+                1.0 - _ALPHA_MIN,
+            )
+        return np.exp(lw), th, al
 
     w_given = w  # a fixed prior is returned bit for bit (SQUAREM renormalizes)
 
-    def step(w_: np.ndarray, th: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-        R, ll = prob.e_step(np.log(np.maximum(w_, 1e-300)), th, T)
+    def step(
+        w_: np.ndarray, th: np.ndarray, al: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, float]:
+        R, ll = prob.e_step(np.log(np.maximum(w_, 1e-300)), th, T, al)
+        al_new = None if al is None else prob.m_step_alpha(R)
         if fixed_theta:
-            return (w_given if fixed_w else prob.c @ R / prob.n), th, ll
-        w_new, th_new = prob.m_step(R, th, T, label_dependent)
-        return (w_given if fixed_w else w_new), th_new, ll
+            return (w_given if fixed_w else prob.c @ R / prob.n), th, al_new, ll
+        w_new, th_new = prob.m_step(R, th, T, label_dependent, shared)
+        return (w_given if fixed_w else w_new), th_new, al_new, ll
 
     scale = max(prob.n, 1.0)
     ll_old = -np.inf
     converged = False
     it = 0
+    cur = (w, theta, alpha)
     while it < max_iter:
-        w1, th1, ll0 = step(w, theta)
+        *p1, ll0 = step(*cur)
         it += 1
         if np.isfinite(ll_old) and abs(ll0 - ll_old) <= tol * scale:
-            w, theta = w1, th1
+            cur = tuple(p1)
             converged = True
             break
-        w2, th2, ll1 = step(w1, th1)
+        *p2, ll1 = step(*p1)
         it += 1
-        x0, x1, x2 = pack(w, theta), pack(w1, th1), pack(w2, th2)
+        x0, x1, x2 = pack(*cur), pack(*p1), pack(*p2)
         r_ = x1 - x0
         v_ = x2 - 2 * x1 + x0
         nv = np.linalg.norm(v_)
-        best = (w2, th2)
-        ll_best = ll1
+        best, ll_best = tuple(p2), ll1
         if nv > 0:
-            alpha = -np.linalg.norm(r_) / nv
-            alpha = min(alpha, -1.0)
-            xs = x0 - 2 * alpha * r_ + alpha * alpha * v_
-            ws, ths = unpack(xs)
+            steplen = min(-np.linalg.norm(r_) / nv, -1.0)
+            xs = x0 - 2 * steplen * r_ + steplen * steplen * v_
             try:
-                ws, ths, lls = step(ws, ths)  # stabilizing EM step
+                *ps, lls = step(*unpack(xs))  # stabilizing EM step
                 it += 1
                 if lls >= ll1 - 1e-9 * scale:
-                    best, ll_best = (ws, ths), lls
+                    best, ll_best = tuple(ps), lls
             except (FloatingPointError, ValueError):
                 pass
-        w, theta = best
+        cur = best
         if abs(ll_best - ll0) <= tol * scale or abs(ll1 - ll0) <= tol * scale:
             ll_old = ll_best
             converged = True
             break
         ll_old = ll_best
-    ll = prob.loglik(np.log(np.maximum(w, 1e-300)), theta, T)
-    return w, theta, ll, it, converged
+    w, theta, alpha = cur
+    ll = prob.loglik(np.log(np.maximum(w, 1e-300)), theta, T, alpha)
+    return EMFit(w, theta, alpha, ll, it, converged)

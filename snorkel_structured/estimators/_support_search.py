@@ -109,7 +109,7 @@ def _swap(
             break
         T2 = T.copy()
         T2[best_move[0]] = best_move[1]
-        w2, th2, ll2, _, _ = _run_em(
+        fit = _run_em(
             prob,
             T2,
             w.copy(),
@@ -119,9 +119,9 @@ def _swap(
             max_iter=max_iter,
             tol=tol,
         )
-        if ll2 <= ll:
+        if fit.ll <= ll:
             break
-        T, w, theta, ll = T2, w2, th2, ll2
+        T, w, theta, ll = T2, fit.w, fit.theta, fit.ll
     return T, w, theta, ll
 
 
@@ -150,7 +150,8 @@ def _search(
         max_iter=min(max_iter, 200),
         tol=max(tol, 1e-6),
     )
-    w, theta, ll, _, _ = _run_em(prob, T, w, theta, **inner)
+    fit = _run_em(prob, T, w, theta, **inner)
+    w, theta, ll = fit.w, fit.theta, fit.ll
     k_max = C.size if n_components is None else min(C.size, 2 * n_components)
     penalty = _bic_penalty(prob)
     while T.size < k_max:
@@ -159,12 +160,92 @@ def _search(
             break
         T2 = np.append(T, c)
         w2 = np.append(w * (1 - 1 / T2.size), 1 / T2.size)
-        w2, th2, ll2, _, _ = _run_em(prob, T2, w2, theta, **inner)
-        if n_components is None and ll2 - ll < penalty:
+        fit = _run_em(prob, T2, w2, theta, **inner)
+        if n_components is None and fit.ll - ll < penalty:
             break
-        T, w, theta, ll = T2, w2, th2, ll2
+        T, w, theta, ll = T2, fit.w, fit.theta, fit.ll
     if n_components is not None and T.size > n_components:
         keep = np.sort(np.argsort(-w, kind="stable")[:n_components])
         T, w = T[keep], w[keep] / w[keep].sum()
-        w, theta, ll, _, _ = _run_em(prob, T, w, theta, **inner)
+        fit = _run_em(prob, T, w, theta, **inner)
+        w, theta, ll = fit.w, fit.theta, fit.ll
     return T, w, theta, ll
+
+
+# Labels with less prior mass than this after the full-prior fit are never kept: at
+# most 1 row in 1,000, far below what any criterion below could tell from zero.
+_NEGLIGIBLE_MASS = 1e-3
+# The scan over nested supports stops after this many sizes without a better BIC.
+_PATIENCE = 3
+_CONTESTED_MASS = 0.05
+
+
+def prune_full_prior(
+    prob: _Problem,
+    starts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+    C: np.ndarray,
+    *,
+    max_iter: int,
+    tol: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, bool]:
+    """Fit the prior over every candidate label, then keep what BIC supports.
+
+    A greedy search adds one label at a time and stops at the first label whose gain
+    is below the penalty, so two centers a step apart can hide each other (the
+    mixture of the two looks like one broad center until both are in). Fitting the
+    prior over all candidates at once avoids that: each label's mass is what the
+    data give it. Then the nested supports made of the k heaviest labels, k = 1, 2,
+    ..., are refitted and scored by BIC (a weight and a location per label), so
+    labels whose mass only soaks up sampling noise are dropped.
+
+    Parameters
+    ----------
+    prob : _Problem
+    starts : list of (T, w, theta)
+        Fits whose prior is spread (smoothed) over C as starting points of the full fit;
+        a uniform prior with theta = 1 (a soft majority vote) is always tried too.
+    C : ndarray of int
+        Candidate labels.
+
+    Returns
+    -------
+    (T, w, theta, loglik, uncertain)
+        The chosen support, its fit, and whether another size scores within 1 of it
+        in BIC (log-likelihood units) while the labels between the two sizes hold at
+        least 5% of the prior.
+    """
+    full_starts = [(np.full(C.size, 1.0 / C.size), np.ones(prob.m))]
+    for T, w, theta in starts:
+        w_c = np.full(C.size, 0.1 / C.size)
+        w_c[np.searchsorted(C, T)] += 0.9 * w
+        full_starts.append((w_c, theta))
+    opts = dict(fixed_w=False, label_dependent=False, max_iter=max_iter, tol=tol)
+    full = max(
+        (_run_em(prob, C, w0, th0.copy(), **opts) for w0, th0 in full_starts),
+        key=lambda f: f.ll,
+    )
+    order = np.argsort(-full.w, kind="stable")
+    n_keep = max(1, int((full.w >= _NEGLIGIBLE_MASS).sum()))
+    penalty = _bic_penalty(prob)
+    scores: list[float] = []
+    fits = []
+    for k in range(1, n_keep + 1):
+        T = np.sort(C[order[:k]])
+        w0 = full.w[np.searchsorted(C, T)]
+        fit = _run_em(prob, T, w0 / w0.sum(), full.theta.copy(), **opts)
+        scores.append(fit.ll - k * penalty)
+        fits.append((T, fit))
+        if k - 1 - int(np.argmax(scores)) >= _PATIENCE:
+            break
+    best = int(np.argmax(scores))
+    # Uncertain: another size within 1 in BIC, and the labels that differ between the
+    # two carry real mass (at least 5%), so the choice changes predictions.
+    gap = scores[best] - np.asarray(scores)
+    close = np.flatnonzero((gap < 1.0) & (np.arange(len(scores)) != best))
+    w_sorted = full.w[order]
+    uncertain = any(
+        w_sorted[min(best, j) + 1 : max(best, j) + 1].sum() >= _CONTESTED_MASS
+        for j in close
+    )
+    T, fit = fits[best]
+    return T, fit.w, fit.theta, fit.ll, uncertain

@@ -24,8 +24,11 @@ import numpy as np
 
 from snorkel_structured._validation import check_seed
 from snorkel_structured.estimators._em_core import (
+    _ALPHA_MIN,
+    _MAX_CANDIDATES,
     _TENSOR_START_MAX,
     _THETA_MAX,
+    EMFit,
     _Problem,
     _run_em,
     _SqDists,
@@ -37,6 +40,7 @@ from snorkel_structured.estimators._support_search import (
     _profile_single_center,
     _search,
     _swap,
+    prune_full_prior,
 )
 from snorkel_structured.exceptions import ConvergenceWarning, IdentifiabilityWarning
 
@@ -62,8 +66,15 @@ class MLEEstimate:
     n_iter : int
     converged : bool
     init : str
-        Which starting point won ("tensor", "given", "profile" or "restart <i>").
+        Which starting point won ("tensor", "given", "profile", "restart <i>" or
+        "full prior").
     warnings : list of str
+    abstain : ndarray of shape (n_lfs, r) or None
+        P(lambda_a abstains | Y = y) when abstains were modeled as label-dependent
+        (off the support: the LF's overall abstain rate); None when they were not.
+    noise_model : dict
+        The variant BIC chose: ``{"prior": "free" | "uniform" | "fixed", "theta":
+        "shared" | "lf" | "label", "abstain": bool}``.
     """
 
     prior: np.ndarray
@@ -75,6 +86,16 @@ class MLEEstimate:
     converged: bool
     init: str = ""
     warnings: list[str] = field(default_factory=list)
+    abstain: np.ndarray | None = None
+    noise_model: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def label_dependent(self) -> bool:
+        return self.theta.ndim == 2
+
+    @property
+    def abstain_dependent(self) -> bool:
+        return self.abstain is not None
 
 
 def _tensor_start(
@@ -148,7 +169,7 @@ def em_refine(
     if th.ndim == 2:
         th = th[:, T]
     if label_dependent and th.ndim == 1 and not fixed_theta:
-        w, th, _, n1, _ = _run_em(
+        first = _run_em(
             prob,
             T,
             w,
@@ -158,10 +179,11 @@ def em_refine(
             max_iter=max_iter,
             tol=tol,
         )
-        th = np.repeat(th[:, None], T.size, axis=1)
+        w, n1 = first.w, first.n_iter
+        th = np.repeat(first.theta[:, None], T.size, axis=1)
     else:
         n1 = 0
-    w, th, ll, it, conv = _run_em(
+    fit = _run_em(
         prob,
         T,
         w,
@@ -173,34 +195,160 @@ def em_refine(
         fixed_theta=fixed_theta,
     )
     msgs = []
-    if not conv:
+    if not fit.converged:
         msgs.append(f"EM stopped at max_iter={max_iter}; raise max_iter or tol.")
         warnings.warn(msgs[-1], ConvergenceWarning, stacklevel=2)
-    return _result(prob, T, w, th, ll, n1 + it, conv, "given", msgs)
+    return _result(prob, T, fit, n1 + fit.n_iter, "given", msgs)
 
 
 def _result(
     prob: _Problem,
     T: np.ndarray,
-    w: np.ndarray,
-    th: np.ndarray,
-    ll: float,
+    fit: EMFit,
     it: int,
-    conv: bool,
     init: str,
     msgs: list[str],
+    noise_model: dict[str, Any] | None = None,
 ) -> MLEEstimate:
     prior = np.zeros(prob.r)
-    prior[T] = w
-    e = prob.expected_sq_dist(th, T, w)
+    prior[T] = fit.w
+    th = fit.theta
+    e = prob.expected_sq_dist(th, T, fit.w)
     if (
         th.ndim == 2
     ):  # (m, k) over T -> (m, r); off the support: the prior-weighted mean
-        full = np.repeat((th @ w)[:, None], prob.r, axis=1)
+        full = np.repeat((th @ fit.w)[:, None], prob.r, axis=1)
         full[:, T] = th
         th = full
+    abstain = None
+    if fit.alpha is not None:  # off the support: the LF's overall abstain rate
+        abstain = np.repeat(prob.abstain_rate[:, None], prob.r, axis=1)
+        abstain[:, T] = fit.alpha
     order = np.argsort(T)
-    return MLEEstimate(prior, th, e, T[order], ll, it, conv, init, msgs)
+    return MLEEstimate(
+        prior,
+        th,
+        e,
+        T[order],
+        fit.ll,
+        it,
+        fit.converged,
+        init,
+        msgs,
+        abstain,
+        noise_model or {},
+    )
+
+
+def _n_params(m: int, k: int, prior: str, theta: str, abstain: bool) -> int:
+    """Free parameters beyond the support's locations: weights, theta, abstain rates."""
+    n_theta = {"shared": 1, "lf": m, "label": m * k}[theta]
+    return (k - 1 if prior == "free" else 0) + n_theta + (m * (k - 1) if abstain else 0)
+
+
+def _variants(option: Any, name: str) -> tuple[bool, ...]:
+    if isinstance(option, str):
+        if option != "auto":
+            raise ValueError(f"{name} must be True, False or 'auto'; got {option!r}.")
+        return (False, True)
+    return (bool(option),)
+
+
+def _choose_noise_model(
+    prob: _Problem,
+    T: np.ndarray,
+    base: EMFit,
+    *,
+    prior_modes: tuple[str, ...],
+    theta_modes: tuple[str, ...],
+    abstain_modes: tuple[bool, ...],
+    max_iter: int,
+    tol: float,
+) -> tuple[EMFit, dict[str, Any], int]:
+    """The noise model of best score on support T, by forward selection from ``base``.
+
+    The score is BIC on the pseudo-likelihood of agreements (each vote given the
+    other LFs' outputs where another LF voted; :meth:`_Problem.conditional_loglik`). The
+    full likelihood would reward variants that only fit each LF's vote distribution:
+    with sparse LFs, whose votes rarely meet, a skewed prior with LFs declared pure
+    noise explains those distributions and wins on the full likelihood, and predicts
+    badly.
+
+    Variants: the prior free, uniform (plain classes: Snorkel's default balance) or
+    fixed; theta shared by all LFs (every LF weighs the same: the unweighted vote, as
+    a model), per LF, or per LF and label; abstains independent of Y or not. First
+    every (prior, shared or per-LF theta) pair, then label-dependent theta, then
+    label-dependent abstains on the best so far, each kept when BIC improves (on
+    supports above 64 labels, per-label theta and abstains are not tried). So
+    when the data cannot tell the LFs apart (few overlaps, little data) the model
+    falls back to the unweighted vote instead of fitting noise.
+    """
+    k, m = T.size, prob.m
+    uniform = np.full(k, 1.0 / k)
+    n_iter = 0
+
+    def run(prior: str, theta: str, abstain: bool) -> tuple[float, EMFit, dict]:
+        nonlocal n_iter
+        th0 = base.theta
+        if theta == "shared":
+            th0 = np.full(m, float(np.mean(th0)))
+        elif theta == "label":
+            th0 = np.repeat(th0[:, None], k, axis=1)
+        al0 = None
+        if abstain:
+            al0 = np.clip(
+                np.repeat(prob.abstain_rate[:, None], k, axis=1),
+                _ALPHA_MIN,
+                1.0 - _ALPHA_MIN,
+            )
+        if (prior, theta, abstain) == ("free", "lf", False) or (
+            prior == "fixed" and theta == "lf" and not abstain
+        ):
+            fit = base
+        else:
+            fit = _run_em(
+                prob,
+                T,
+                uniform if prior == "uniform" else base.w,
+                th0.copy(),
+                fixed_w=prior != "free",
+                label_dependent=theta == "label",
+                shared=theta == "shared",
+                alpha=al0,
+                max_iter=max_iter,
+                tol=tol,
+            )
+            n_iter += fit.n_iter
+        model = {"prior": prior, "theta": theta, "abstain": abstain}
+        cll, _ = prob.conditional_loglik(
+            np.log(np.maximum(fit.w, 1e-300)), fit.theta, T, fit.alpha
+        )
+        # BIC's penalty counts all rows: more conservative than counting the rows the
+        # pseudo-likelihood uses, which matters only when there are very few.
+        penalty = (
+            0.5 * np.log(max(prob.n, 2.0)) * _n_params(m, k, prior, theta, abstain)
+        )
+        return cll - penalty, fit, model
+
+    if k > _MAX_CANDIDATES and len(theta_modes) > 1:
+        # "auto" only: m k parameters per variant cannot pay their BIC cost on a
+        # support this large, and fitting them would dominate the fit's time.
+        theta_modes = tuple(t for t in theta_modes if t != "label")
+    if k > _MAX_CANDIDATES and len(abstain_modes) > 1:
+        abstain_modes = abstain_modes[:1]
+    first_abstain = abstain_modes[0]
+    stage1 = [t for t in theta_modes if t != "label"] or ["label"]
+    best = max(
+        (run(p, t, first_abstain) for p in prior_modes for t in stage1),
+        key=lambda v: v[0],
+    )
+    if "label" in theta_modes and best[2]["theta"] != "label":
+        cand = run(best[2]["prior"], "label", first_abstain)
+        best = max(best, cand, key=lambda v: v[0])
+    if len(abstain_modes) > 1:
+        cand = run(best[2]["prior"], best[2]["theta"], True)
+        best = max(best, cand, key=lambda v: v[0])
+    return best[1], best[2], n_iter
 
 
 def mle_estimate(
@@ -210,7 +358,9 @@ def mle_estimate(
     n_components: int | None = None,
     support: Any = None,
     prior: Any = None,
-    label_dependent: bool = False,
+    label_dependent: bool | str = False,
+    abstain_dependent: bool | str = False,
+    plain_classes: bool = False,
     init: Any = "auto",
     n_restarts: int = 2,
     max_iter: int = 500,
@@ -227,14 +377,24 @@ def mle_estimate(
         Squared distances of the label space, or the space itself (a large space then
         computes only the rows it needs with ``space.dist``, never the (r, r) matrix).
     n_components : int, optional
-        Number of labels with prior mass. Default: the tensor estimate's support, or a
-        greedy search that adds labels while BIC improves.
+        Number of labels with prior mass. Default: chosen by BIC (see Notes).
     support : array-like of int, optional
         Labels the prior may use (overrides the search); ``np.arange(r)`` = whole space.
     prior : array-like of shape (r,), optional
         A fixed prior (e.g. a known class balance); only theta is estimated.
-    label_dependent : bool, default=False
-        Estimate theta per LF and true label, shape (n_lfs, r).
+    label_dependent : bool or "auto", default=False
+        Estimate theta per LF and true label, shape (n_lfs, r). "auto" chooses by BIC
+        among one theta for all LFs and one per LF, and (with ``plain_classes``) one
+        per LF and label.
+    abstain_dependent : bool or "auto", default=False
+        Let P(lambda_a abstains | Y) depend on the label (as Snorkel's class-conditional
+        abstain probabilities); "auto" chooses by BIC. Ignored when no LF abstains.
+    plain_classes : bool, default=False
+        The labels are plain classes (the 0/1 metric): "auto" then also considers a
+        uniform prior (Snorkel's default class balance) and a theta per LF and label
+        (Snorkel's class-conditional accuracies). In a structured space a theta per
+        label lets a support label turn into a catch-all for votes far from the
+        others, so "auto" does not try it there.
     init : "auto", "tensor", "search" or an object with ``prior`` and ``theta``
         Starting point: "auto" uses the tensor estimate when it is available and
         identifiable, else the search.
@@ -254,6 +414,17 @@ def mle_estimate(
     -----
     ConvergenceWarning
         When EM stops at ``max_iter``.
+    IdentifiabilityWarning
+        When the support size is uncertain (two sizes within 1 of each other in BIC
+        and 5% of prior mass between them), or an LF's theta reaches its cap.
+
+    Notes
+    -----
+    Without a given support or ``n_components``, the support is chosen in two ways
+    and the better BIC wins: the greedy search from the starting points, and the
+    prior fitted over all candidate labels at once, pruned to the nested supports of
+    its heaviest labels by BIC (:func:`._support_search.prune_full_prior`). The
+    label-dependent and abstain-dependent variants are then fitted on that support.
 
     Examples
     --------
@@ -268,16 +439,151 @@ def mle_estimate(
     True
     """
     rng = check_seed(seed)
+    label_variants = _variants(label_dependent, "label_dependent")
     sq = _SqDists(S)
     prob = _Problem(stats, sq)
+    abstain_variants = _variants(abstain_dependent, "abstain_dependent")
+    if not prob.any_abstain:
+        abstain_variants = (False,)
     msgs: list[str] = []
-    starts: list[
-        tuple[str, np.ndarray, np.ndarray, np.ndarray]
-    ] = []  # (name, T, w, theta)
     fixed = prior is not None
     given = fixed or support is not None
-    if given:
-        p = np.asarray(prior, dtype=np.float64) if fixed else None
+    starts = _starts(
+        prob,
+        sq,
+        stats,
+        prior,
+        support,
+        init,
+        n_components,
+        n_restarts,
+        rng,
+        msgs,
+        max_iter,
+        tol,
+    )
+    free_size = n_components is None and not given
+    penalty = _bic_penalty(prob)
+    C = prob.candidates() if not given else None
+    opts = dict(fixed_w=fixed, label_dependent=False, max_iter=max_iter, tol=tol)
+    best = None  # (score, name, T, fit)
+    for name, T, w, th in starts:
+        fit = _run_em(prob, T, w, np.asarray(th, dtype=np.float64).copy(), **opts)
+        if C is not None:
+            T, w_, th_, ll = _swap(
+                prob,
+                T,
+                fit.w,
+                fit.theta,
+                fit.ll,
+                C,
+                fixed_w=fixed,
+                max_iter=max_iter,
+                tol=tol,
+            )
+            fit = EMFit(w_, th_, None, ll, fit.n_iter, fit.converged)
+        # Starts may end with supports of different sizes: when the size is free, compare
+        # them by BIC, else a restart that grew a spurious label would win on likelihood.
+        score = fit.ll - (T.size * penalty if free_size else 0.0)
+        if best is None or score > best[0]:
+            best = (score, name, T, fit)
+    assert best is not None
+    if free_size and C is not None:
+        T, w, th, ll, uncertain = prune_full_prior(
+            prob,
+            [(T, f.w, f.theta) for _, _, T, f in [best]],
+            C,
+            max_iter=max_iter,
+            tol=tol,
+        )
+        if ll - T.size * penalty > best[0]:
+            best = (
+                ll - T.size * penalty,
+                "full prior",
+                T,
+                EMFit(w, th, None, ll, 0, True),
+            )
+        if uncertain:
+            msg = (
+                f"The support size is uncertain: {best[2].size} labels, but another size "
+                "scores within 1 of it in BIC and the labels between the two hold at "
+                "least 5% of the prior. Check predictions against a few labeled rows, or "
+                "set prior_support='all' or n_components."
+            )
+            msgs.append(msg)
+            warnings.warn(msg, IdentifiabilityWarning, stacklevel=2)
+    _, name, T, fit = best
+    it = fit.n_iter
+    fit, noise_model, n_iter = _choose_noise_model(
+        prob,
+        T,
+        fit,
+        prior_modes=("fixed",)
+        if fixed
+        else (("free", "uniform") if plain_classes else ("free",)),
+        theta_modes={
+            (False, True): ("shared", "lf", "label")
+            if plain_classes
+            else ("shared", "lf"),
+            (True,): ("label",),
+        }.get(label_variants, ("lf",)),
+        abstain_modes=abstain_variants,
+        max_iter=max_iter,
+        tol=tol,
+    )
+    it += n_iter
+    if not fit.converged:
+        msg = (
+            f"EM stopped at max_iter={max_iter} before the log-likelihood changed by less "
+            f"than tol={tol} per row; raise max_iter or tol."
+        )
+        msgs.append(msg)
+        warnings.warn(msg, ConvergenceWarning, stacklevel=2)
+    th = fit.theta
+    # Never wrong: theta at its cap, or the LF's votes at less than one unit of squared
+    # distance in all from the labels the model gives their rows (the prior on theta
+    # keeps theta below the cap then).
+    R, _ = prob.e_step(np.log(np.maximum(fit.w, 1e-300)), fit.theta, T, fit.alpha)
+    vote_sq = prob.vote_moments(R, T)[1].sum(axis=1)
+    never_wrong = (np.atleast_2d(th.T).T >= 0.999 * _THETA_MAX).any(axis=1) | (
+        (vote_sq < 1.0) & (prob.n_voted > 0)
+    )
+    at_bound = np.flatnonzero(never_wrong)
+    if at_bound.size:
+        # The model sees the LF as never wrong: typically an LF whose votes decide the
+        # model's labels (constant within groups of rows, or a function of other LFs),
+        # which breaks conditional independence.
+        msg = (
+            f"LF(s) {at_bound.tolist()} reached theta={_THETA_MAX:g}, the upper bound, or "
+            "less than one unit of squared distance over all their votes: the "
+            "model treats them as never wrong and lets them decide the labels. This "
+            "usually means they are not conditionally independent of the other LFs "
+            "(e.g. constant within groups, or copies of another LF); check them with "
+            "StructuredLFAnalysis and consider dropping them."
+        )
+        msgs.append(msg)
+        warnings.warn(msg, IdentifiabilityWarning, stacklevel=2)
+    return _result(prob, T, fit, it, name, msgs, noise_model)
+
+
+def _starts(
+    prob: _Problem,
+    sq: _SqDists,
+    stats: VoteStats,
+    prior: Any,
+    support: Any,
+    init: Any,
+    n_components: int | None,
+    n_restarts: int,
+    rng: np.random.Generator,
+    msgs: list[str],
+    max_iter: int,
+    tol: float,
+) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
+    """Starting points (name, T, w, theta) of EM."""
+    starts: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []
+    if prior is not None or support is not None:
+        p = np.asarray(prior, dtype=np.float64) if prior is not None else None
         T = (
             np.flatnonzero(p > 0)
             if p is not None
@@ -288,119 +594,48 @@ def mle_estimate(
         else:
             w0 = np.full(T.size, 1.0 / T.size)
         # theta = 1 for every LF: the first E-step is a soft majority vote over T
-        starts.append(("given", T, w0, np.full(prob.m, 1.0)))
-    elif not isinstance(init, str):
+        return [("given", T, w0, np.full(prob.m, 1.0))]
+    if not isinstance(init, str):
         p = np.asarray(init.prior, dtype=np.float64)
         T = np.flatnonzero(p > 0)
-        starts.append(
-            (
-                "given",
-                T,
-                p[T] / p[T].sum(),
-                np.asarray(init.theta, dtype=np.float64).reshape(prob.m, -1)[:, 0],
-            )
-        )
-    else:
-        tensor_ok = False
-        if init in ("auto", "tensor") and sq.dense and prob.r <= _TENSOR_START_MAX:
-            assert sq.S is not None
-            got = _tensor_start(stats, sq.S, n_components, rng.spawn(1)[0])
-            if got is not None:
-                est, est_msgs = got
-                msgs.extend(est_msgs)
-                if est is not None:
-                    p = np.asarray(est.prior, dtype=np.float64)
-                    T = np.flatnonzero(p > 0)
-                    ok = (
-                        bool(getattr(est, "identifiable", True))
-                        and T.size > 0
-                        and np.isfinite(est.theta).all()
-                    )
-                    if ok:
-                        th = np.clip(
-                            np.asarray(est.theta, dtype=np.float64), 0.0, _THETA_MAX
-                        )
-                        starts.append(("tensor", T, p[T] / p[T].sum(), th))
-                        tensor_ok = True
-        if not tensor_ok or init == "search":
-            C = prob.candidates()
-            best, th0 = _profile_single_center(prob, C)
-            seeds = [best] + list(
-                rng.choice(C, size=min(n_restarts, C.size), replace=False)
-            )
-            for i, s0 in enumerate(seeds):
-                T, w, th, _ = _search(
-                    prob,
-                    int(s0),
-                    th0,
-                    C,
-                    n_components=n_components,
-                    max_iter=max_iter,
-                    tol=tol,
+        th = np.asarray(init.theta, dtype=np.float64).reshape(prob.m, -1)[:, 0]
+        return [("given", T, p[T] / p[T].sum(), th)]
+    tensor_ok = False
+    if init in ("auto", "tensor") and sq.dense and prob.r <= _TENSOR_START_MAX:
+        assert sq.S is not None
+        got = _tensor_start(stats, sq.S, n_components, rng.spawn(1)[0])
+        if got is not None:
+            est, est_msgs = got
+            msgs.extend(est_msgs)
+            if est is not None:
+                p = np.asarray(est.prior, dtype=np.float64)
+                T = np.flatnonzero(p > 0)
+                ok = (
+                    bool(getattr(est, "identifiable", True))
+                    and T.size > 0
+                    and np.isfinite(est.theta).all()
                 )
-                starts.append(("profile" if i == 0 else f"restart {i}", T, w, th))
-    best_fit = None
-    C = prob.candidates() if not given else None
-    for name, T, w, th in starts:
-        th = np.asarray(th, dtype=np.float64).copy()
-        if given and label_dependent:  # straight to the label-dependent model
-            th = np.repeat(th[:, None], T.size, axis=1)
-        w_, th_, ll, it, conv = _run_em(
-            prob,
-            T,
-            w,
-            th,
-            fixed_w=fixed,
-            label_dependent=given and label_dependent,
-            max_iter=max_iter,
-            tol=tol,
+                if ok:
+                    th = np.clip(
+                        np.asarray(est.theta, dtype=np.float64), 0.0, _THETA_MAX
+                    )
+                    starts.append(("tensor", T, p[T] / p[T].sum(), th))
+                    tensor_ok = True
+    if not tensor_ok or init == "search":
+        C = prob.candidates()
+        first, th0 = _profile_single_center(prob, C)
+        seeds = [first] + list(
+            rng.choice(C, size=min(n_restarts, C.size), replace=False)
         )
-        if C is not None:
-            T, w_, th_, ll = _swap(
-                prob, T, w_, th_, ll, C, fixed_w=fixed, max_iter=max_iter, tol=tol
+        for i, s0 in enumerate(seeds):
+            T, w, th, _ = _search(
+                prob,
+                int(s0),
+                th0,
+                C,
+                n_components=n_components,
+                max_iter=max_iter,
+                tol=tol,
             )
-        # Starts may end with supports of different sizes: when the size is free, compare
-        # them by BIC (the penalty the greedy search uses), else a restart that grew a
-        # spurious label would win on raw likelihood.
-        score = ll - (
-            T.size * _bic_penalty(prob) if n_components is None and not given else 0.0
-        )
-        if best_fit is None or score > best_fit[-1]:
-            best_fit = (name, T, w_, ll, th_, it, conv, score)
-    assert best_fit is not None
-    name, T, w, ll, th, it, conv, _ = best_fit
-    if label_dependent and not given:
-        th = np.repeat(th[:, None], T.size, axis=1)
-        w, th, ll, it2, conv = _run_em(
-            prob,
-            T,
-            w,
-            th,
-            fixed_w=fixed,
-            label_dependent=True,
-            max_iter=max_iter,
-            tol=tol,
-        )
-        it += it2
-    if not conv:
-        msg = (
-            f"EM stopped at max_iter={max_iter} before the log-likelihood changed by less "
-            f"than tol={tol} per row; raise max_iter or tol."
-        )
-        msgs.append(msg)
-        warnings.warn(msg, ConvergenceWarning, stacklevel=2)
-    at_bound = np.flatnonzero((np.atleast_2d(th.T).T >= 0.999 * _THETA_MAX).any(axis=1))
-    if at_bound.size:
-        # theta at its cap means the model sees the LF as never wrong: typically an LF
-        # whose votes decide the model's labels (constant within groups of rows, or a
-        # function of other LFs), which breaks conditional independence.
-        msg = (
-            f"LF(s) {at_bound.tolist()} reached theta={_THETA_MAX:g}, the upper bound: the "
-            "model treats them as never wrong and lets them decide the labels. This "
-            "usually means they are not conditionally independent of the other LFs "
-            "(e.g. constant within groups, or copies of another LF); check them with "
-            "StructuredLFAnalysis and consider dropping them."
-        )
-        msgs.append(msg)
-        warnings.warn(msg, IdentifiabilityWarning, stacklevel=2)
-    return _result(prob, T, w, th, ll, it, conv, name, msgs)
+            starts.append(("profile" if i == 0 else f"restart {i}", T, w, th))
+    return starts

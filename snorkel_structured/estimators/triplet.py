@@ -117,7 +117,7 @@ def _usable_pairs(stats: ManifoldStats, min_overlap: int, extra_ok=None) -> np.n
             f"min_overlap={min_overlap} co-voted rows do not identify every LF (LF "
             f"{worst} has {int(partners[worst])} usable partner(s); pair counts "
             f"{stats.pair_count[ia, ib].tolist()} for pairs "
-            f"{list(zip(ia.tolist(), ib.tolist()))}). Every LF needs to co-vote with "
+            f"{list(zip(ia.tolist(), ib.tolist(), strict=True))}). Every LF needs to co-vote with "
             "two others that co-vote with each other; add data or LFs, or lower "
             "min_overlap."
         )

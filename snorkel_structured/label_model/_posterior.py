@@ -69,8 +69,11 @@ class _SupportPosterior:
         out = np.tile(self.log_prior, (patterns.shape[0], 1))
         for a in range(self.n_lfs):  # one (n_patterns, k) gather per LF
             out += self.table[a][patterns[:, a] + 1]
-        impossible = np.isneginf(out).all(axis=1)
-        if impossible.any():  # votes impossible under every supported label: the prior
+        # Rows where no LF voted get the prior, as in Snorkel (even when the model's
+        # abstains depend on Y); votes impossible under every supported label too.
+        no_votes = (patterns == ABSTAIN).all(axis=1)
+        impossible = np.isneginf(out).all(axis=1) | no_votes
+        if impossible.any():
             out[impossible] = self.log_prior
         return out - logsumexp(out, axis=1, keepdims=True), inverse
 
@@ -146,15 +149,14 @@ class PosteriorMethods:
     def get_conditional_probs(self) -> np.ndarray:
         """Snorkel's table P(lambda_a = v | Y = y), shape (n_lfs, r + 1, r).
 
-        ``out[a, 0, y]`` is the abstain probability (1 - coverage; abstains do not
-        depend on y in this model) and ``out[a, v + 1, y]`` the probability of vote v.
-        Each ``out[a, :, y]`` sums to 1.
+        ``out[a, 0, y]`` is the abstain probability (``abstain_[a, y]``: 1 - coverage
+        unless abstains depend on the label) and ``out[a, v + 1, y]`` the probability of
+        vote v. Each ``out[a, :, y]`` sums to 1.
         """
         check_is_fitted(self, "theta_")
-        cov = self.coverage_
         out = np.empty((self.n_lfs_, len(self.space) + 1, len(self.space)))
-        out[:, 0, :] = (1.0 - cov)[:, None]
-        out[:, 1:, :] = cov[:, None, None] * np.exp(
+        out[:, 0, :] = self.abstain_
+        out[:, 1:, :] = (1.0 - self.abstain_)[:, None, :] * np.exp(
             self.log_conditional_probs()
         ).transpose(0, 2, 1)
         return out
@@ -163,9 +165,12 @@ class PosteriorMethods:
         """Each LF's estimated accuracy P(lambda_a = Y | lambda_a votes), shape (n_lfs,)."""
         check_is_fitted(self, "theta_")
         T = self.support_
-        # P(v = y | y) for y in the support: table[a, T_j + 1, j]
+        # P(votes y | y) for y in the support: table[a, T_j + 1, j], then among votes
         diag = np.exp(self._posterior.table[:, T + 1, np.arange(T.size)])  # (m, k)
-        return np.clip(diag @ self.prior_[T], 1e-6, 1.0)
+        acc = diag @ self.prior_[T]
+        if self.abstain_dependent_:  # the table holds P(votes y, votes | y)
+            acc = acc / np.maximum((1.0 - self.abstain_[:, T]) @ self.prior_[T], 1e-300)
+        return np.clip(acc, 1e-6, 1.0)
 
     def _check_labels(self, labels: str) -> None:
         if labels not in _LABELS:

@@ -47,7 +47,7 @@ from snorkel_structured.noise.finite import (
 )
 from snorkel_structured.noise_aware import NoiseMatrix, loss_weights, noise_matrix
 from snorkel_structured.spaces.finite import DENSE_MAX_LABELS as _DENSE_MAX
-from snorkel_structured.spaces.finite import FiniteMetricSpace
+from snorkel_structured.spaces.finite import Discrete, FiniteMetricSpace
 
 __all__ = ["StructuredLabelModel"]
 
@@ -80,19 +80,32 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
     ----------
     space : FiniteMetricSpace
         The label space (``ss.Permutations``, ``ss.GraphSpace``, ``ss.Discrete``...).
-    estimator : {"tensor", "mle", "uws"}, default="tensor"
-        "tensor": the paper's tensor decomposition (Algorithm 1, done without oracles).
+    estimator : {"mle", "tensor", "uws"}, default="mle"
         "mle": maximum likelihood by EM over vote patterns, started from the tensor
         estimate (or a greedy support search when that is not identifiable).
+        "tensor": the paper's tensor decomposition (Algorithm 1, done without oracles).
         "uws": the universal weak supervision baseline (additive squared distances);
         its prior is then estimated by EM over the prior alone, theta held fixed.
     n_components : int, optional
         Number of labels with prior mass; estimated when omitted.
-    label_dependent : bool, default=False
+    label_dependent : bool or "auto", default="auto"
         One theta per LF and true label, shape (n_lfs, r) (like Snorkel's class-
-        conditional accuracies). Needs ``estimator="mle"``.
+        conditional accuracies). "auto" lets the data choose (BIC on how the LFs
+        agree) among one theta shared by all LFs (the unweighted vote), one per LF,
+        and, for ``Discrete`` spaces only, one per LF and class. Only
+        ``estimator="mle"`` has it ("auto" means one per LF for the others).
+    abstain_dependent : bool or "auto", default="auto"
+        Let P(LF abstains | Y) depend on the true label, as in Snorkel's label model
+        (whose synthetic LFs abstain more on some classes). "auto" keeps it when BIC
+        prefers it. ``estimator="mle"`` only. Rows where no LF votes still get the
+        prior, as in Snorkel.
     prior_support : "auto", "all" or array-like of int, default="auto"
-        Labels the prior may use ("mle" and "uws"): estimated, the whole space, or given.
+        Labels the prior may use ("mle" and "uws"): chosen from the data, the whole
+        space, or given. For ``Discrete`` spaces "auto" keeps every class. Elsewhere,
+        "auto" fits the prior over all candidate labels (all labels, or the 64
+        most-voted in a space above 64 labels) and keeps the heaviest labels as long
+        as BIC improves, comparing with a greedy search; it warns
+        (``IdentifiabilityWarning``) when two support sizes are within 1 in BIC.
     max_iter : int, default=500
         EM iterations ("mle", "uws").
     tol : float, default=1e-8
@@ -163,9 +176,10 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
         self,
         space: FiniteMetricSpace,
         *,
-        estimator: str = "tensor",
+        estimator: str = "mle",
         n_components: int | None = None,
-        label_dependent: bool = False,
+        label_dependent: bool | str = "auto",
+        abstain_dependent: bool | str = "auto",
         prior_support: Any = "auto",
         max_iter: int = 500,
         tol: float = 1e-8,
@@ -179,6 +193,7 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
         self.estimator = estimator
         self.n_components = n_components
         self.label_dependent = label_dependent
+        self.abstain_dependent = abstain_dependent
         self.prior_support = prior_support
         self.max_iter = max_iter
         self.tol = tol
@@ -225,14 +240,14 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
         r = len(self.space)
         if self.n_components is not None:
             check_scalar(self.n_components, "n_components", kind="int", low=1, high=r)
-        if not isinstance(self.label_dependent, (bool, np.bool_)):
-            raise TypeError(
-                f"label_dependent must be a bool; got {self.label_dependent!r}."
-            )
-        if self.label_dependent and self.estimator != "mle":
-            raise ValueError(
-                f"label_dependent=True needs estimator='mle'; got estimator={self.estimator!r}."
-            )
+        for name in ("label_dependent", "abstain_dependent"):
+            value = getattr(self, name)
+            if not isinstance(value, (bool, np.bool_)) and value != "auto":
+                raise TypeError(f"{name} must be True, False or 'auto'; got {value!r}.")
+            if value is True and self.estimator != "mle":
+                raise ValueError(
+                    f"{name}=True needs estimator='mle'; got estimator={self.estimator!r}."
+                )
         check_scalar(self.max_iter, "max_iter", kind="int", low=1)
         check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
         check_seed(
@@ -242,8 +257,8 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
     def _support(self) -> np.ndarray | None:
         ps, r = self.prior_support, len(self.space)
         if isinstance(ps, str):
-            if ps == "auto":
-                return None
+            if ps == "auto":  # plain classes: every class is a label (as in Snorkel)
+                return np.arange(r) if isinstance(self.space, Discrete) else None
             if ps == "all":
                 return np.arange(r)
             raise ValueError(
@@ -486,13 +501,16 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
                     n_components=self.n_components,
                     support=support,
                     prior=fixed,
-                    label_dependent=bool(self.label_dependent),
+                    label_dependent=self.label_dependent,
+                    abstain_dependent=self.abstain_dependent,
+                    plain_classes=isinstance(self.space, Discrete),
                     max_iter=max_iter,
                     tol=tol,
                     seed=rng,
                 )
                 prior, theta, ll = est.prior, est.theta, est.log_likelihood
-                expected = est.expected_sq_dist
+                expected, abstain = est.expected_sq_dist, est.abstain
+                support, noise_model = est.support, est.noise_model
             elif self.estimator == "tensor":
                 from snorkel_structured.estimators.tensor import tensor_estimate
 
@@ -502,20 +520,32 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
                 )
                 theta = np.asarray(t.theta, dtype=np.float64)
                 ll = float("nan")
-                expected = None
+                expected, abstain, noise_model = None, None, {}
             else:
                 prior, theta, ll = self._fit_uws(
                     stats, S, fixed, support, max_iter, tol
                 )
-                expected = None
+                expected, abstain, noise_model = None, None, {}
         self.fit_warnings_ = [str(w.message) for w in caught]
         for w in caught:  # re-emit, pointing at the caller
             warnings.warn(w.message, w.category, stacklevel=3)
         self.stats_ = stats
         self.n_lfs_ = stats.n_lfs
         self.prior_ = np.asarray(prior, dtype=np.float64)
-        self.support_ = np.flatnonzero(self.prior_ > 0)
+        self.support_ = (
+            np.asarray(support, dtype=np.int64)
+            if self.estimator == "mle"
+            else np.flatnonzero(self.prior_ > 0)
+        )
         self.theta_ = np.asarray(theta, dtype=np.float64)
+        self.noise_model_ = noise_model
+        self.label_dependent_ = self.theta_.ndim == 2
+        self.abstain_dependent_ = abstain is not None
+        self.abstain_ = (
+            np.asarray(abstain, dtype=np.float64)
+            if abstain is not None
+            else np.repeat((1.0 - stats.coverage())[:, None], r, axis=1)
+        )
         self.expected_sq_dist_ = (
             np.asarray(expected, dtype=np.float64)
             if expected is not None
@@ -526,6 +556,10 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
         self._fixed_prior = fixed
         T = self.support_
         table = support_log_table(self.space if large else S, self.theta_, T)
+        if self.abstain_dependent_:  # the votes' factor 1 - alpha, abstains' alpha
+            alpha = self.abstain_[:, T]
+            table[:, 1:, :] += np.log1p(-alpha)[:, None, :]
+            table[:, 0, :] = np.log(alpha)
         self._posterior = _SupportPosterior(table, np.log(self.prior_[T]), T, r)
         return self
 
