@@ -1,4 +1,6 @@
-"""Benchmarks of StructuredLabelModel (issue 3): recovery, accuracy, beyond the paper, Snorkel, speed.
+"""Benchmarks of StructuredLabelModel (issue 3): recovery, accuracy, beyond the paper, speed.
+
+Against Snorkel's LabelModel on its own generator: bench_snorkel_generators.py.
 
 Prints a table per section to stderr and one JSONL line per configuration to stdout.
 
@@ -191,55 +193,6 @@ def beyond(seeds, n, estimators):
             )
 
 
-def snorkel_compare(seeds, n, m, cards):
-    from snorkel.labeling.model import LabelModel
-    from snorkel.synthetic.synthetic_data import generate_simple_label_matrix
-
-    log(f"\n== Against Snorkel's generator (n={n}, m={m}) ==")
-    for k in cards:
-        for s in seeds:
-            np.random.seed(s)  # Snorkel's generator uses the global RNG
-            _, Y, L = generate_simple_label_matrix(n, m, k)
-            t0 = time.perf_counter()
-            sn = LabelModel(cardinality=k, verbose=False)
-            sn.fit(L, seed=s, progress_bar=False)
-            t_sn = time.perf_counter() - t0
-            acc_sn = float((sn.predict(L, tie_break_policy="random") == Y).mean())
-            out = {}
-            for ld in (True, False):
-                lm, dt, _ = fit(
-                    ss.Discrete(k),
-                    L,
-                    estimator="mle",
-                    label_dependent=ld,
-                    prior_support="all",
-                    seed=s,
-                )
-                out[ld] = (
-                    float((lm.predict(L, tie_break_policy="random") == Y).mean()),
-                    dt,
-                )
-            log(
-                f"k={k} seed {s}: snorkel acc {acc_sn:.4f} fit {t_sn:.3f}s | ours label_dependent "
-                f"acc {out[True][0]:.4f} fit {out[True][1]:.3f}s (ratio {out[True][1] / t_sn:.2f}) | "
-                f"shared theta acc {out[False][0]:.4f}"
-            )
-            emit(
-                {
-                    "section": "snorkel",
-                    "k": k,
-                    "seed": s,
-                    "n": n,
-                    "m": m,
-                    "snorkel_acc": acc_sn,
-                    "snorkel_fit_s": t_sn,
-                    "ours_acc": out[True][0],
-                    "ours_fit_s": out[True][1],
-                    "ours_shared_acc": out[False][0],
-                }
-            )
-
-
 def speed(repeats, n):
     log(f"\n== Speed (n={n}, m=3, S4) medians of {repeats} runs ==")
     d = ss.synthetic.make_ranking_data(n, seed=0)
@@ -269,7 +222,7 @@ def main() -> None:
     ap.add_argument(
         "--sections",
         nargs="+",
-        default=["recovery", "accuracy", "beyond", "snorkel", "speed"],
+        default=["recovery", "accuracy", "beyond", "speed"],
     )
     ap.add_argument("--seeds", nargs="+", type=int, default=list(range(10)))
     ap.add_argument(
@@ -285,8 +238,6 @@ def main() -> None:
         accuracy(args.seeds, args.acc_sizes, args.estimators)
     if "beyond" in args.sections:
         beyond(args.seeds[:3], 100000, args.estimators)
-    if "snorkel" in args.sections:
-        snorkel_compare(args.seeds[:3], 100000, 10, [2, 4])
     if "speed" in args.sections:
         speed(args.repeats, 1000000)
 
