@@ -219,7 +219,14 @@ def prune_full_prior(
         w_c = np.full(C.size, 0.1 / C.size)
         w_c[np.searchsorted(C, T)] += 0.9 * w
         full_starts.append((w_c, theta))
-    opts = dict(fixed_w=False, label_dependent=False, max_iter=max_iter, tol=tol)
+    # The full and nested fits only rank labels and support sizes: a looser tolerance
+    # (as the greedy search's) does; the chosen support is refitted at ``tol`` below.
+    opts = dict(
+        fixed_w=False,
+        label_dependent=False,
+        max_iter=min(max_iter, 200),
+        tol=max(tol, 1e-6),
+    )
     full = max(
         (_run_em(prob, C, w0, th0.copy(), **opts) for w0, th0 in full_starts),
         key=lambda f: f.ll,
@@ -248,4 +255,6 @@ def prune_full_prior(
         for j in close
     )
     T, fit = fits[best]
+    opts.update(max_iter=max_iter, tol=tol)
+    fit = _run_em(prob, T, fit.w, fit.theta.copy(), **opts)
     return T, fit.w, fit.theta, fit.ll, uncertain

@@ -101,7 +101,9 @@ def ranking_label_model(
         uws_sup, _ = _fit(
             data.space, data.L, "uws", seed, prior_support=fitted["mle"].support_
         )
-        acc["uws (on the mle support)"] = float(np.mean(uws_sup.predict(data.L) == data.Y))
+        acc["uws (on the mle support)"] = float(
+            np.mean(uws_sup.predict(data.L) == data.Y)
+        )
         rows += [
             {"n": n, "seed": seed, "method": k, "accuracy": v} for k, v in acc.items()
         ]
