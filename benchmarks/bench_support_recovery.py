@@ -1,7 +1,8 @@
 """Does prior_support="auto" keep the labels the data support? (issue 11)
 
-Adjacent centers: three S4 (Kendall) centers with prior 0.5 / 0.2 / 0.3, two of them
-one swap apart, four LFs with theta ~ U(0.3, 0.45). Per seed: whether the labels with
+Adjacent centers (``ss.synthetic.make_close_centers_data``): three S4 (Kendall) centers
+with prior 0.5 / 0.2 / 0.3, two of them one swap apart, four LFs with theta ~ U(0.3,
+0.45). Per seed: whether the labels with
 prior >= 0.05 are exactly the true centers, and exact-ranking accuracy of the MAP, for
 "auto" and "all" (the whole space), beside unweighted Kemeny aggregation and the exact posterior under the true parameters.
 
@@ -21,22 +22,6 @@ from snorkel_structured.aggregators import kemeny
 from snorkel_structured.noise.finite import log_conditional_probs, log_posterior
 
 
-def adjacent_centers(seed: int, n: int):
-    space = ss.Permutations(4)
-    D = space.distance_matrix
-    rng = np.random.default_rng(seed)
-    c0 = int(rng.integers(24))
-    c1 = int(rng.choice(np.flatnonzero(D[c0] == 1)))
-    c2 = int(rng.choice(np.flatnonzero(D[c0] >= 3)))
-    prior = np.zeros(24)
-    prior[[c0, c1, c2]] = [0.5, 0.2, 0.3]
-    theta = rng.uniform(0.3, 0.45, 4)
-    data = ss.synthetic.make_label_matrix(
-        n, space=space, theta=theta, prior=prior, seed=seed
-    )
-    return space, data, theta, prior, {c0, c1, c2}
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", nargs="+", type=int, default=[1500, 5000])
@@ -49,7 +34,9 @@ def main() -> None:
     for n in args.n:
         rows: dict[str, list] = {}
         for seed in args.seeds:
-            space, data, theta, prior, centers = adjacent_centers(seed, n)
+            data = ss.synthetic.make_close_centers_data(n, seed=seed)
+            space, theta, prior = data.space, data.theta, data.prior
+            centers = set(data.support.tolist())
             S = space.squared_distance_matrix
             for name, kw in [("auto", {}), ("all", {"prior_support": "all"})]:
                 t0 = time.perf_counter()

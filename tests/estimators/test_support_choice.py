@@ -19,28 +19,12 @@ def _fit(space, L, **kwargs):
         return ss.StructuredLabelModel(space, seed=0, **kwargs).fit(L)
 
 
-def _adjacent_centers(seed, n):
-    """Three S4 centers, two of them one swap apart, prior 0.5/0.2/0.3; 4 noisy LFs."""
-    space = ss.Permutations(4)
-    D = space.distance_matrix
-    rng = np.random.default_rng(seed)
-    c0 = int(rng.integers(24))
-    c1 = int(rng.choice(np.flatnonzero(D[c0] == 1)))
-    c2 = int(rng.choice(np.flatnonzero(D[c0] >= 3)))
-    prior = np.zeros(24)
-    prior[[c0, c1, c2]] = [0.5, 0.2, 0.3]
-    theta = rng.uniform(0.3, 0.45, 4)
-    data = ss.synthetic.make_label_matrix(
-        n, space=space, theta=theta, prior=prior, seed=seed
-    )
-    return space, data, {c0, c1, c2}
-
-
 @pytest.mark.parametrize("seed", [0, 4, 8])
 def test_adjacent_centers_are_all_kept(seed):
-    space, data, centers = _adjacent_centers(seed, 1500)
+    data = ss.synthetic.make_close_centers_data(1500, seed=seed)
+    space = data.space
     lm = _fit(space, data.L)
-    assert set(np.flatnonzero(lm.prior_ >= 0.05)) == centers
+    assert set(np.flatnonzero(lm.prior_ >= 0.05)) == set(data.support.tolist())
     acc = np.mean(lm.predict(data.L, tie_break_policy="random") == data.Y)
     full = _fit(space, data.L, prior_support="all")
     acc_full = np.mean(full.predict(data.L, tie_break_policy="random") == data.Y)
