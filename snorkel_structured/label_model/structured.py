@@ -129,6 +129,17 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
         Estimated E[d^2(lambda_a, Y)] per LF.
     coverage_ : ndarray of shape (n_lfs,)
         Fraction of rows each LF voted on.
+    abstain_ : ndarray of shape (n_lfs, r)
+        P(LF abstains | Y = y): ``1 - coverage_`` for every y unless
+        ``abstain_dependent_``.
+    noise_model_ : dict
+        The noise model the data chose ("mle"): ``{"prior": "free" | "uniform" |
+        "fixed", "theta": "shared" | "lf" | "label", "abstain": bool}``; empty for
+        "tensor" and "uws".
+    label_dependent_ : bool
+        Whether ``theta_`` is (n_lfs, r) (one theta per LF and label).
+    abstain_dependent_ : bool
+        Whether abstains depend on the label.
     log_likelihood_ : float
         Log-likelihood of the fitted votes under the estimate.
     fit_warnings_ : list of str
