@@ -491,7 +491,7 @@ def mle_estimate(
     if free_size and C is not None:
         T, w, th, ll, uncertain = prune_full_prior(
             prob,
-            [(T, f.w, f.theta) for _, _, T, f in [best]],
+            [(best[2], best[3].w, best[3].theta)],  # the best start, smoothed
             C,
             max_iter=max_iter,
             tol=tol,
