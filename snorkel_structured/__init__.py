@@ -5,7 +5,7 @@ manifolds (Euclidean, spherical, hyperbolic), following Vishwakarma, Roberts and
 "Lifting Weak Supervision To Structured Prediction" (NeurIPS 2022).
 """
 
-from snorkel_structured import aggregators, synthetic
+from snorkel_structured import aggregators, datasets, synthetic
 from snorkel_structured._validation import ABSTAIN
 from snorkel_structured.embedding import PseudoEuclideanEmbedding
 from snorkel_structured.end_model.manifold import KernelManifoldRegressor
@@ -78,6 +78,7 @@ __all__ = [
     "StructuredLabelModel",
     "VoteStats",
     "aggregators",
+    "datasets",
     "loss_weights",
     "noise_matrix",
     "ManifoldDaskApplier",
