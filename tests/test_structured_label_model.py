@@ -57,7 +57,9 @@ def test_posterior_matches_brute_force():
     lm = ss.StructuredLabelModel(
         space, estimator="mle", prior_support="all", seed=0
     ).fit(data.L)
-    D2 = space.squared_distance_matrix
+    # the documented model: (1 - eps_a) exp(-theta_a d^p) / Z + eps_a h_a(v)
+    Dp = space.distance_matrix**lm.noise_power_
+    eps, h = lm.outlier_rate_, lm.outlier_dist_
     L = np.array(list(itertools.product(range(-1, 3), repeat=3)))
     expected = np.empty((len(L), 3))
     for i, row in enumerate(L):  # brute-force enumeration of Bayes' rule
@@ -65,8 +67,9 @@ def test_posterior_matches_brute_force():
             p = lm.prior_[y]
             for a, v in enumerate(row):
                 if v >= 0:
-                    z = np.exp(-lm.theta_[a] * D2[y]).sum()
-                    p *= np.exp(-lm.theta_[a] * D2[y, v]) / z
+                    z = np.exp(-lm.theta_[a] * Dp[y]).sum()
+                    kernel = np.exp(-lm.theta_[a] * Dp[y, v]) / z
+                    p *= (1 - eps[a]) * kernel + eps[a] * h[a, v]
             expected[i, y] = p
     expected /= expected.sum(1, keepdims=True)
     np.testing.assert_allclose(lm.predict_proba(L), expected, rtol=1e-10, atol=1e-12)

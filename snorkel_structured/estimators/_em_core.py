@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import logsumexp
+from scipy.special import expit, logsumexp
 
 from snorkel_structured._validation import ABSTAIN
 from snorkel_structured.estimators._stats import VoteStats
@@ -39,6 +39,8 @@ from snorkel_structured.spaces.finite import DENSE_MAX_LABELS, FiniteMetricSpace
 _THETA_MAX = 50.0
 # P(abstain | Y) is kept inside [_ALPHA_MIN, 1 - _ALPHA_MIN] (finite logs).
 _ALPHA_MIN = 1e-9
+# Outlier rates of the robust family stay inside [_EPS_MIN, _EPS_MAX].
+_EPS_MIN, _EPS_MAX = 1e-6, 0.5
 # Strength of the conjugate prior on theta, in votes per LF (see _Problem.m_step).
 _PSEUDO_VOTES = 1.0
 # Spaces up to this many labels use their full (r, r) squared-distance matrix; larger
@@ -58,7 +60,11 @@ class _SqDists:
     rows on demand with ``space.dist`` (never the (r, r) matrix) and caches them.
     """
 
-    def __init__(self, S_or_space: Any) -> None:
+    def __init__(self, S_or_space: Any, power: float = 2.0) -> None:
+        # The noise family exp(-theta d^p): p = 2 is the paper's, p = 1 on rankings
+        # is the Mallows model. EM only ever sees d^p (``rows``); ``sq_rows`` keeps d^2
+        # for reporting E[d^2].
+        self.power = float(power)
         self.space = None
         if isinstance(S_or_space, FiniteMetricSpace):
             self.r = len(S_or_space)
@@ -77,6 +83,12 @@ class _SqDists:
         return self.S is not None
 
     def rows(self, idx: Any) -> np.ndarray:
+        """Rows of d^p (the dissimilarity the noise model uses), (len(idx), r)."""
+        sq = self.sq_rows(idx)
+        return sq if self.power == 2.0 else np.maximum(sq, 0.0) ** (self.power / 2.0)
+
+    def sq_rows(self, idx: Any) -> np.ndarray:
+        """Rows of the squared distances d^2, (len(idx), r)."""
         idx = np.asarray(idx, dtype=np.int64).ravel()
         if self.S is not None:
             return np.asarray(self.S[idx], dtype=np.float64)
@@ -190,7 +202,33 @@ def _log_table(
     return W
 
 
-def support_log_table(S: Any, theta: Any, support: Any) -> np.ndarray:
+def _mix_outliers(
+    W: np.ndarray, eps: np.ndarray | None, log_h: np.ndarray | None
+) -> np.ndarray:
+    """log((1 - eps_a) P_theta(v | y) + eps_a h_a(v)) from the (m, r + 1, k) table of
+    log P_theta; row 0 (abstain) stays 0. ``h_a`` is the LF's own vote distribution:
+    an outlier vote is unrelated to Y, drawn as the LF votes overall."""
+    if eps is None:
+        return W
+    out = W.copy()
+    out[:, 1:, :] += np.log1p(-eps)[:, None, None]
+    # Only votes the LF ever cast have an outlier part (h_a = 0 elsewhere).
+    a, v = np.nonzero(np.isfinite(log_h))
+    out[a, v + 1, :] = np.logaddexp(
+        out[a, v + 1, :], (np.log(eps)[a] + log_h[a, v])[:, None]
+    )
+    return out
+
+
+def support_log_table(
+    S: Any,
+    theta: Any,
+    support: Any,
+    *,
+    power: float = 2.0,
+    eps: Any = None,
+    log_h: Any = None,
+) -> np.ndarray:
     """log P(lambda_a = v | Y = support_j) for the labels of a support only.
 
     Parameters
@@ -199,6 +237,10 @@ def support_log_table(S: Any, theta: Any, support: Any) -> np.ndarray:
         Squared distances or the space (a large space computes only ``k`` rows).
     theta : array-like of shape (n_lfs,) or (n_lfs, r)
     support : array-like of int of shape (k,)
+    power : {1, 2}, default=2
+        The noise family exp(-theta d^power).
+    eps, log_h : array-like of shape (n_lfs,) and (n_lfs, r), optional
+        Outlier rates and each LF's log vote distribution (the outlier component).
 
     Returns
     -------
@@ -206,13 +248,16 @@ def support_log_table(S: Any, theta: Any, support: Any) -> np.ndarray:
         ``table[a, v + 1, j]`` for votes v in [0, r); ``table[a, 0, :] = 0`` (abstain),
         so a vote matrix shifted by one indexes it directly.
     """
-    sq = _SqDists(S)
+    sq = _SqDists(S, power)
     T = np.asarray(support, dtype=np.int64)
     th = np.asarray(theta, dtype=np.float64)
     th = th[:, T] if th.ndim == 2 else th
     ST = sq.rows(T)
     vals, logmult = _row_dists(ST)
-    return _log_table(ST, vals, logmult, th)
+    W = _log_table(ST, vals, logmult, th)
+    if eps is None:
+        return W
+    return _mix_outliers(W, np.asarray(eps, dtype=np.float64), np.asarray(log_h))
 
 
 class _Problem:
@@ -224,11 +269,29 @@ class _Problem:
     (posterior mass of each (LF, vote, label)) are one product X^T @ (counts * R).
     """
 
-    def __init__(self, stats: VoteStats, sq: _SqDists) -> None:
+    def __init__(
+        self,
+        stats: VoteStats,
+        sq: _SqDists,
+        labeled: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+        vote_weights: np.ndarray | None = None,
+    ) -> None:
         self.sq = sq
+        # Each LF's weight in the likelihood (1/g in a group of g declared-dependent
+        # LFs: the group speaks with one voice); None = all 1.
+        self.vote_weights = vote_weights
         self.r = sq.r
         self.P = np.asarray(stats.patterns)
         self.c = np.asarray(stats.counts, dtype=np.float64)
+        # Labeled rows (patterns, counts, labels) join the unlabeled ones: the same
+        # likelihood, with their responsibilities clamped to the known label.
+        self.lab = np.full(self.P.shape[0], -1, dtype=np.int64)
+        if labeled is not None:
+            lp, lc, ly = labeled
+            self.P = np.concatenate([self.P, np.asarray(lp, dtype=np.int64)])
+            self.c = np.concatenate([self.c, np.asarray(lc, dtype=np.float64)])
+            self.lab = np.concatenate([self.lab, np.asarray(ly, dtype=np.int64)])
+        self.labeled = self.lab >= 0
         self.u, self.m = self.P.shape
         self.n = float(self.c.sum())
         self.voted = self.P != ABSTAIN
@@ -241,6 +304,11 @@ class _Problem:
         self.XcT = sp.csr_matrix((self.c[rows_i], (cols, rows_i)), shape=shape[::-1])
         # vote histogram per LF, (m, r)
         self.hist = np.asarray(self.XcT.sum(axis=1)).reshape(self.m, self.r + 1)[:, 1:]
+        # Each LF's own vote distribution: the outlier component of the robust family.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.log_h = np.log(
+                self.hist / np.maximum(self.hist.sum(1, keepdims=True), 1e-300)
+            )
         # Abstains, for the model where P(abstain | Y) depends on the label.
         self.abstained = (~self.voted).astype(np.float64)  # (u, m)
         self.cA = self.c[:, None] * self.abstained  # (u, m)
@@ -283,13 +351,30 @@ class _Problem:
         return np.sort(top[votes[top] > 0]) if (votes[top] > 0).any() else np.sort(top)
 
     # -- core pieces -------------------------------------------------------------
-    def log_table(self, theta: np.ndarray, T: np.ndarray) -> np.ndarray:
+    def log_table(
+        self, theta: np.ndarray, T: np.ndarray, eps: np.ndarray | None = None
+    ) -> np.ndarray:
         """W of shape (m * (r + 1), k): log P(lambda_a = v | T_j) at row a * (r + 1) + v + 1.
 
-        Rows for abstain (v = -1) are 0. ``theta`` is (m,) or (m, k) (per label of T).
+        Rows for abstain (v = -1) are 0. ``theta`` is (m,) or (m, k) (per label of T);
+        ``eps`` (m,), when given, mixes in the outlier component.
         """
         vals, logmult = self.dists(T)
-        return _log_table(self.rows(T), vals, logmult, theta).reshape(-1, T.size)
+        W = _mix_outliers(
+            _log_table(self.rows(T), vals, logmult, theta), eps, self.log_h
+        )
+        if self.vote_weights is not None:
+            W = W * self.vote_weights[:, None, None]
+        return W.reshape(-1, T.size)
+
+    def clamp(self, G: np.ndarray, T: np.ndarray) -> np.ndarray:
+        """Positions in T of the labeled rows' labels (-1 for unlabeled rows)."""
+        pos = np.full(self.r, -1, dtype=np.int64)
+        pos[T] = np.arange(T.size)
+        out = np.where(self.labeled, pos[np.maximum(self.lab, 0)], -1)
+        if (self.labeled & (out < 0)).any():
+            raise ValueError("a labeled row's label is outside the support")
+        return out
 
     def log_lik_given(self, W: np.ndarray) -> np.ndarray:
         """(u, k): log P(pattern i | Y = T_j)."""
@@ -301,6 +386,7 @@ class _Problem:
         theta: np.ndarray,
         T: np.ndarray,
         alpha: np.ndarray | None = None,
+        eps: np.ndarray | None = None,
     ) -> tuple[np.ndarray, float]:
         """Responsibilities (u, k) and the log-likelihood.
 
@@ -309,14 +395,21 @@ class _Problem:
         Without it abstains are independent of Y: they drop out of R, and the
         log-likelihood counts them at each LF's overall abstain rate.
         """
-        G = self.log_lik_given(self.log_table(theta, T)) + log_w[None, :]
+        G = self.log_lik_given(self.log_table(theta, T, eps)) + log_w[None, :]
         if alpha is not None:
             G += self.abstained @ np.log(alpha) + self.voted @ np.log1p(-alpha)
         mx = G.max(axis=1, keepdims=True)
         E = np.exp(G - mx)
         z = E.sum(axis=1, keepdims=True)
         R = E / z
-        ll = float(self.c @ (mx[:, 0] + np.log(z[:, 0])))
+        per_row = mx[:, 0] + np.log(z[:, 0])
+        if self.labeled.any():  # log P(votes, label): responsibilities clamped
+            rows = np.flatnonzero(self.labeled)
+            pos = self.clamp(G, T)[rows]
+            R[rows] = 0.0
+            R[rows, pos] = 1.0
+            per_row[rows] = G[rows, pos]
+        ll = float(self.c @ per_row)
         return R, ll + (self.abstain_loglik if alpha is None else 0.0)
 
     def conditional_loglik(
@@ -325,6 +418,7 @@ class _Problem:
         theta: np.ndarray,
         T: np.ndarray,
         alpha: np.ndarray | None = None,
+        eps: np.ndarray | None = None,
     ) -> tuple[float, float]:
         """sum over rows and votes of log P(lambda_a = vote | the other LFs' outputs).
 
@@ -335,7 +429,7 @@ class _Problem:
         that predicts how LFs agree does.
         """
         k = T.size
-        W = self.log_table(theta, T).reshape(self.m, self.r + 1, k)
+        W = self.log_table(theta, T, eps).reshape(self.m, self.r + 1, k)
         per_lf = np.empty((self.u, self.m, k))
         for a in range(self.m):  # m gathers of (u, k)
             per_lf[:, a, :] = W[a][self.P[:, a] + 1]
@@ -347,7 +441,7 @@ class _Problem:
         )
         G = per_lf.sum(axis=1) + log_w[None, :]  # (u, k)
         n_votes = self.voted.sum(axis=1)
-        rows = n_votes >= 2
+        rows = (n_votes >= 2) & ~self.labeled  # labeled rows are scored by their label
         if not rows.any():
             return 0.0, 0.0
         Gr, Lr = G[rows], per_lf[rows]
@@ -374,13 +468,32 @@ class _Problem:
         return np.clip(alpha, _ALPHA_MIN, 1.0 - _ALPHA_MIN)
 
     def vote_moments(
-        self, R: np.ndarray, T: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """(m, k) posterior label mass among each LF's votes, and the posterior-
-        weighted sum of squared distances of those votes to each label."""
+        self,
+        R: np.ndarray,
+        T: np.ndarray,
+        theta: np.ndarray | None = None,
+        eps: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """(m, k) posterior label mass among each LF's votes, the posterior-weighted
+        sum of d^p of those votes to each label, and (with ``eps``) the new outlier
+        rates (m,): each vote's mass is split between the noise model and the outlier
+        component by their shares of its probability under (theta, eps)."""
         k = T.size
         H = np.asarray(self.XcT @ R).reshape(self.m, self.r + 1, k)[:, 1:, :]
-        return H.sum(axis=1), np.einsum("avj,jv->aj", H, self.rows(T))
+        new_eps = None
+        if eps is not None:
+            assert theta is not None
+            vals, logmult = self.dists(T)
+            W = _log_table(self.rows(T), vals, logmult, theta)
+            mix = _mix_outliers(W, eps, self.log_h)
+            with np.errstate(invalid="ignore"):
+                rho = np.exp(np.log1p(-eps)[:, None, None] + W[:, 1:] - mix[:, 1:])
+            rho = np.where(np.isfinite(rho), np.clip(rho, 0.0, 1.0), 1.0)
+            tot = H.sum(axis=(1, 2))
+            out_mass = (H * (1.0 - rho)).sum(axis=(1, 2))
+            new_eps = np.clip(out_mass / np.maximum(tot, 1e-300), _EPS_MIN, _EPS_MAX)
+            H = H * rho
+        return H.sum(axis=1), np.einsum("avj,jv->aj", H, self.rows(T)), new_eps
 
     def m_step(
         self,
@@ -389,14 +502,16 @@ class _Problem:
         T: np.ndarray,
         label_dependent: bool,
         shared: bool = False,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """New (weights over T, theta); theta is (m,) or (m, k) (label-dependent).
+        eps: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """New (weights over T, theta, eps); theta is (m,) or (m, k) (label-dependent).
 
-        ``shared``: one theta for every LF (the unweighted vote, as a model).
+        ``shared``: one theta for every LF (the unweighted vote, as a model). ``eps``:
+        the outlier rates, re-estimated (None without the outlier component).
         """
         w = self.c @ R / self.n
         k = T.size
-        N, num = self.vote_moments(R, T)
+        N, num, eps = self.vote_moments(R, T, theta, eps)
         ST = self.rows(T)
         # Conjugate prior on theta: _PSEUDO_VOTES votes per LF, spread over T by w,
         # at half the mean squared distance of a random vote (for plain classes, 75%
@@ -417,20 +532,20 @@ class _Problem:
                 vals, logmult, eye, target.ravel(), theta.ravel()
             ).reshape(self.m, k)
             new[has] = sol[has]
-            return w, new
+            return w, new, eps
         if shared:
             if not has.any():
-                return w, new
+                return w, new, eps
             tot_all = N[has].sum()
             target1 = np.array([num[has].sum() / max(tot_all, 1e-300)])
             wts1 = N[has].sum(0, keepdims=True) / max(tot_all, 1e-300)
             new[:] = _solve_theta(vals, logmult, wts1, target1, theta[has][:1])[0]
-            return w, new
+            return w, new, eps
         tot = N.sum(1)
         target = num.sum(1) / np.maximum(tot, 1e-300)
         wts = N / np.maximum(tot, 1e-300)[:, None]
         new[has] = _solve_theta(vals, logmult, wts[has], target[has], theta[has])
-        return w, new
+        return w, new, eps
 
     def loglik(
         self,
@@ -438,13 +553,21 @@ class _Problem:
         theta: np.ndarray,
         T: np.ndarray,
         alpha: np.ndarray | None = None,
+        eps: np.ndarray | None = None,
     ) -> float:
-        return self.e_step(log_w, theta, T, alpha)[1]
+        return self.e_step(log_w, theta, T, alpha, eps)[1]
 
     def expected_sq_dist(
-        self, theta: np.ndarray, T: np.ndarray, w: np.ndarray
+        self,
+        theta: np.ndarray,
+        T: np.ndarray,
+        w: np.ndarray,
+        eps: np.ndarray | None = None,
     ) -> np.ndarray:
         """E[d^2(lambda_a, Y)] per LF with Y ~ w on T: (m,)."""
+        if eps is not None or self.sq.power != 2.0:
+            P = np.exp(self.log_table(theta, T, eps).reshape(self.m, self.r + 1, -1))
+            return np.einsum("avj,jv,j->a", P[:, 1:], self.sq.sq_rows(T), w)
         vals, logmult = self.dists(T)
         th = np.broadcast_to(
             theta[:, None] if theta.ndim == 1 else theta, (self.m, T.size)
@@ -455,7 +578,8 @@ class _Problem:
 
 @dataclass(frozen=True, eq=False)
 class EMFit:
-    """One EM run: weights over T, theta ((m,) or (m, k)), alpha ((m, k) or None)."""
+    """One EM run: weights over T, theta ((m,) or (m, k)), alpha ((m, k) or None),
+    eps ((m,) outlier rates, or None)."""
 
     w: np.ndarray
     theta: np.ndarray
@@ -463,6 +587,7 @@ class EMFit:
     ll: float
     n_iter: int
     converged: bool
+    eps: np.ndarray | None = None
 
 
 def _run_em(
@@ -478,51 +603,61 @@ def _run_em(
     fixed_theta: bool = False,
     alpha: np.ndarray | None = None,
     shared: bool = False,
+    eps: np.ndarray | None = None,
 ) -> EMFit:
     """SQUAREM-accelerated EM from (w, theta[, alpha]).
 
     ``theta`` is (m,) or, label-dependent, (m, k) over the labels of T; ``shared``
     ties theta across LFs. ``alpha`` (m, k), when given, is estimated too: abstains
-    then depend on Y.
+    then depend on Y. ``eps`` (m,), when given, adds the outlier component and is
+    estimated too.
     """
     k = T.size
     n_th = theta.size
+    n_al = 0 if alpha is None else alpha.size
 
-    def pack(w_: np.ndarray, th: np.ndarray, al: np.ndarray | None) -> np.ndarray:
+    def logit(p: np.ndarray) -> np.ndarray:
+        return (np.log(p) - np.log1p(-p)).ravel()
+
+    def pack(w_: np.ndarray, th: np.ndarray, al: Any, ep: Any) -> np.ndarray:
         parts = [np.log(np.maximum(w_, 1e-300)), th.ravel()]
         if al is not None:
-            parts.append((np.log(al) - np.log1p(-al)).ravel())
+            parts.append(logit(al))
+        if ep is not None:
+            parts.append(logit(ep))
         return np.concatenate(parts)
 
-    def unpack(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    def unpack(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, Any, Any]:
         lw = x[:k] - logsumexp(x[:k])
         th = np.clip(x[k : k + n_th].reshape(theta.shape), 0.0, _THETA_MAX)
-        al = None
+        al = ep = None
         if alpha is not None:
             al = np.clip(
-                1.0 / (1.0 + np.exp(-x[k + n_th :].reshape(alpha.shape))),
+                expit(x[k + n_th : k + n_th + n_al].reshape(alpha.shape)),
                 _ALPHA_MIN,
                 1.0 - _ALPHA_MIN,
             )
-        return np.exp(lw), th, al
+        if eps is not None:
+            ep = np.clip(expit(x[k + n_th + n_al :]), _EPS_MIN, _EPS_MAX)
+        return np.exp(lw), th, al, ep
 
     w_given = w  # a fixed prior is returned bit for bit (SQUAREM renormalizes)
 
     def step(
-        w_: np.ndarray, th: np.ndarray, al: np.ndarray | None
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, float]:
-        R, ll = prob.e_step(np.log(np.maximum(w_, 1e-300)), th, T, al)
+        w_: np.ndarray, th: np.ndarray, al: Any, ep: Any
+    ) -> tuple[np.ndarray, np.ndarray, Any, Any, float]:
+        R, ll = prob.e_step(np.log(np.maximum(w_, 1e-300)), th, T, al, ep)
         al_new = None if al is None else prob.m_step_alpha(R)
         if fixed_theta:
-            return (w_given if fixed_w else prob.c @ R / prob.n), th, al_new, ll
-        w_new, th_new = prob.m_step(R, th, T, label_dependent, shared)
-        return (w_given if fixed_w else w_new), th_new, al_new, ll
+            return (w_given if fixed_w else prob.c @ R / prob.n), th, al_new, ep, ll
+        w_new, th_new, ep_new = prob.m_step(R, th, T, label_dependent, shared, ep)
+        return (w_given if fixed_w else w_new), th_new, al_new, ep_new, ll
 
     scale = max(prob.n, 1.0)
     ll_old = -np.inf
     converged = False
     it = 0
-    cur = (w, theta, alpha)
+    cur = (w, theta, alpha, eps)
     while it < max_iter:
         *p1, ll0 = step(*cur)
         it += 1
@@ -553,6 +688,6 @@ def _run_em(
             converged = True
             break
         ll_old = ll_best
-    w, theta, alpha = cur
-    ll = prob.loglik(np.log(np.maximum(w, 1e-300)), theta, T, alpha)
-    return EMFit(w, theta, alpha, ll, it, converged)
+    w, theta, alpha, eps = cur
+    ll = prob.loglik(np.log(np.maximum(w, 1e-300)), theta, T, alpha, eps)
+    return EMFit(w, theta, alpha, ll, it, converged, eps)

@@ -34,6 +34,7 @@ from snorkel_structured.estimators._em_core import (
     _SqDists,
     support_log_table,
 )
+from snorkel_structured.estimators._noise_family import choose_family
 from snorkel_structured.estimators._stats import VoteStats
 from snorkel_structured.estimators._support_search import (
     _bic_penalty,
@@ -73,8 +74,15 @@ class MLEEstimate:
         P(lambda_a abstains | Y = y) when abstains were modeled as label-dependent
         (off the support: the LF's overall abstain rate); None when they were not.
     noise_model : dict
-        The variant BIC chose: ``{"prior": "free" | "uniform" | "fixed", "theta":
-        "shared" | "lf" | "label", "abstain": bool}``.
+        The variant chosen: ``{"prior": "free" | "uniform" | "fixed", "theta":
+        "shared" | "lf" | "label", "abstain": bool, "power": 1 | 2, "outliers":
+        bool, "shrinkage": float}`` (prior/theta/abstain by BIC, the rest on
+        held-out rows; see :mod:`._noise_family`).
+    outlier_rate : ndarray of shape (n_lfs,)
+        eps_a, the probability that LF a's vote is unrelated to Y (0 without the
+        outlier component).
+    log_vote_dist : ndarray of shape (n_lfs, r)
+        log of each LF's vote distribution (the outlier component).
     """
 
     prior: np.ndarray
@@ -88,6 +96,12 @@ class MLEEstimate:
     warnings: list[str] = field(default_factory=list)
     abstain: np.ndarray | None = None
     noise_model: dict[str, Any] = field(default_factory=dict)
+    outlier_rate: np.ndarray | None = None
+    log_vote_dist: np.ndarray | None = None
+
+    @property
+    def power(self) -> float:
+        return float(self.noise_model.get("power", 2.0))
 
     @property
     def label_dependent(self) -> bool:
@@ -213,7 +227,7 @@ def _result(
     prior = np.zeros(prob.r)
     prior[T] = fit.w
     th = fit.theta
-    e = prob.expected_sq_dist(th, T, fit.w)
+    e = prob.expected_sq_dist(th, T, fit.w, fit.eps)
     if (
         th.ndim == 2
     ):  # (m, k) over T -> (m, r); off the support: the prior-weighted mean
@@ -225,6 +239,7 @@ def _result(
         abstain = np.repeat(prob.abstain_rate[:, None], prob.r, axis=1)
         abstain[:, T] = fit.alpha
     order = np.argsort(T)
+    eps = np.zeros(prob.m) if fit.eps is None else fit.eps
     return MLEEstimate(
         prior,
         th,
@@ -237,6 +252,8 @@ def _result(
         msgs,
         abstain,
         noise_model or {},
+        eps,
+        prob.log_h,
     )
 
 
@@ -366,6 +383,11 @@ def mle_estimate(
     max_iter: int = 500,
     tol: float = 1e-8,
     seed: Any = None,
+    labeled: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    powers: tuple[float, ...] = (2.0,),
+    outliers: tuple[bool, ...] = (False,),
+    shrinkages: tuple[float, ...] = (0.0,),
+    vote_weights: np.ndarray | None = None,
 ) -> MLEEstimate:
     """Maximum-likelihood prior and theta of the finite noise model (EM over patterns).
 
@@ -405,6 +427,18 @@ def mle_estimate(
     tol : float, default=1e-8
         Convergence tolerance on the log-likelihood per row.
     seed : None, int or numpy.random.Generator
+    labeled : (patterns, counts, labels), optional
+        Labeled rows (vote patterns (u, n_lfs), their counts (u,), label indices
+        (u,)): they join the likelihood with their label known, and the family and
+        shrinkage are then chosen by the held-out log-probability of their labels.
+        The support is chosen from the unlabeled rows and extended by their labels.
+    powers, outliers, shrinkages : tuples
+        Candidate noise powers p (exp(-theta d^p)), outlier components and
+        shrinkages toward equal thetas; with more than one candidate the choice is
+        made on held-out rows (:func:`._noise_family.choose_family`).
+    vote_weights : ndarray of shape (n_lfs,), optional
+        Each LF's weight in the likelihood (e.g. 1/g for a group of g dependent
+        LFs); default 1.
 
     Returns
     -------
@@ -441,7 +475,7 @@ def mle_estimate(
     rng = check_seed(seed)
     label_variants = _variants(label_dependent, "label_dependent")
     sq = _SqDists(S)
-    prob = _Problem(stats, sq)
+    prob = _Problem(stats, sq, vote_weights=vote_weights)
     abstain_variants = _variants(abstain_dependent, "abstain_dependent")
     if not prob.any_abstain:
         abstain_variants = (False,)
@@ -514,6 +548,21 @@ def mle_estimate(
             warnings.warn(msg, IdentifiabilityWarning, stacklevel=2)
     _, name, T, fit = best
     it = fit.n_iter
+    if labeled is not None:  # the dev labels join the support and the likelihood
+        new = np.setdiff1d(np.unique(labeled[2]), T)
+        if new.size and fixed:
+            raise ValueError(
+                f"labeled rows have labels {new.tolist()} outside the fixed prior's "
+                "support."
+            )
+        if new.size:
+            w_ext = np.concatenate([fit.w, np.full(new.size, 1.0 / prob.n)])
+            th_ext = fit.theta
+            T = np.concatenate([T, new])
+            fit = EMFit(w_ext / w_ext.sum(), th_ext, None, fit.ll, it, True)
+        prob = _Problem(stats, sq, labeled, vote_weights)
+        fit = _run_em(prob, T, fit.w, fit.theta.copy(), **opts)
+        it += fit.n_iter
     fit, noise_model, n_iter = _choose_noise_model(
         prob,
         T,
@@ -532,6 +581,41 @@ def mle_estimate(
         tol=tol,
     )
     it += n_iter
+    choice = choose_family(
+        stats,
+        S,
+        T,
+        fit,
+        noise_model,
+        labeled=labeled,
+        powers=powers,
+        outliers=outliers,
+        shrinkages=shrinkages,
+        rng=rng,
+        max_iter=max_iter,
+        tol=tol,
+        base_prob=prob,
+    )
+    fit, prob = choice.fit, choice.prob
+    fit = EMFit(
+        fit.w,
+        fit.theta,
+        fit.alpha,
+        prob.loglik(
+            np.log(np.maximum(fit.w, 1e-300)), fit.theta, T, fit.alpha, fit.eps
+        ),
+        fit.n_iter,
+        fit.converged,
+        fit.eps,
+    )
+    noise_model = dict(
+        noise_model,
+        power=choice.power,
+        outliers=choice.outliers,
+        shrinkage=choice.shrinkage,
+    )
+    if labeled is not None:
+        noise_model["dev_weight"] = choice.dev_weight
     if not fit.converged:
         msg = (
             f"EM stopped at max_iter={max_iter} before the log-likelihood changed by less "
@@ -543,7 +627,9 @@ def mle_estimate(
     # Never wrong: theta at its cap, or the LF's votes at less than one unit of squared
     # distance in all from the labels the model gives their rows (the prior on theta
     # keeps theta below the cap then).
-    R, _ = prob.e_step(np.log(np.maximum(fit.w, 1e-300)), fit.theta, T, fit.alpha)
+    R, _ = prob.e_step(
+        np.log(np.maximum(fit.w, 1e-300)), fit.theta, T, fit.alpha, fit.eps
+    )
     vote_sq = prob.vote_moments(R, T)[1].sum(axis=1)
     never_wrong = (np.atleast_2d(th.T).T >= 0.999 * _THETA_MAX).any(axis=1) | (
         (vote_sq < 1.0) & (prob.n_voted > 0)

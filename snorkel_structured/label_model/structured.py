@@ -23,6 +23,7 @@ from snorkel_structured._validation import (
     check_scalar,
     check_seed,
 )
+from snorkel_structured.estimators._noise_family import SHRINK_GRID
 from snorkel_structured.estimators._stats import VoteStats, _count_patterns
 from snorkel_structured.estimators.em import (
     em_refine,
@@ -34,6 +35,10 @@ from snorkel_structured.exceptions import IdentifiabilityWarning
 from snorkel_structured.label_model._posterior import (
     PosteriorMethods,
     _SupportPosterior,
+)
+from snorkel_structured.label_model._dependency_groups import (
+    check_dependencies,
+    dependency_weights,
 )
 from snorkel_structured.label_model._snorkel_compat import (
     check_class_balance,
@@ -99,6 +104,20 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
         (whose synthetic LFs abstain more on some classes). "auto" keeps it when BIC
         prefers it. ``estimator="mle"`` only. Rows where no LF votes still get the
         prior, as in Snorkel.
+    noise_power : {1, 2, "auto"}, default="auto"
+        The noise family exp(-theta_a d^p): p = 2 is the paper's; p = 1 has heavier
+        tails (on rankings with the Kendall distance, the Mallows model). "auto"
+        chooses on held-out rows ("mle" only; see Notes).
+    outliers : bool or "auto", default="auto"
+        Add an outlier component: with probability eps_a LF a's vote is unrelated
+        to Y (drawn from the LF's own vote distribution), so an LF that is usually
+        right but sometimes far off is not judged by its worst votes. "auto"
+        chooses on held-out rows ("mle" only).
+    shrinkage : float in [0, 1] or "auto", default="auto"
+        How far each theta_a moves toward the LFs' mean (0: not at all, 1: all LFs
+        weigh the same, the unweighted vote). "auto" chooses on held-out rows, so
+        that estimation noise cannot make the model lose to unweighted voting
+        ("mle" only).
     prior_support : "auto", "all" or array-like of int, default="auto"
         Labels the prior may use ("mle" and "uws"): chosen from the data, the whole
         space, or given. For ``Discrete`` spaces "auto" keeps every class. Elsewhere,
@@ -140,6 +159,22 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
         Whether ``theta_`` is (n_lfs, r) (one theta per LF and label).
     abstain_dependent_ : bool
         Whether abstains depend on the label.
+    noise_power_ : float
+        p of the noise family exp(-theta d^p) (2 for "tensor" and "uws").
+    outlier_rate_ : ndarray of shape (n_lfs,)
+        eps_a: the probability that LF a's vote is unrelated to Y (zeros without
+        the outlier component).
+    outlier_dist_ : ndarray of shape (n_lfs, r)
+        h_a, the distribution of an outlier vote of LF a: its own vote frequencies.
+        P(lambda_a = v | y) = (1 - eps_a) exp(-theta_a d^p(v, y)) / Z_a(y) +
+        eps_a h_a(v).
+    shrinkage_ : float
+        The shrinkage of theta toward the LFs' mean that was applied.
+    dependencies_ : list of (int, int)
+        The LF pairs declared dependent in ``fit``.
+    vote_weights_ : ndarray of shape (n_lfs,)
+        Each LF's weight in the posterior: 1, or 1/g for an LF in a group of g
+        mutually dependent LFs (declared with ``fit(..., dependencies=...)``).
     log_likelihood_ : float
         Log-likelihood of the fitted votes under the estimate.
     fit_warnings_ : list of str
@@ -191,6 +226,9 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
         n_components: int | None = None,
         label_dependent: bool | str = "auto",
         abstain_dependent: bool | str = "auto",
+        noise_power: Any = "auto",
+        outliers: bool | str = "auto",
+        shrinkage: Any = "auto",
         prior_support: Any = "auto",
         max_iter: int = 500,
         tol: float = 1e-8,
@@ -205,6 +243,9 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
         self.n_components = n_components
         self.label_dependent = label_dependent
         self.abstain_dependent = abstain_dependent
+        self.noise_power = noise_power
+        self.outliers = outliers
+        self.shrinkage = shrinkage
         self.prior_support = prior_support
         self.max_iter = max_iter
         self.tol = tol
@@ -258,6 +299,30 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
             if value is True and self.estimator != "mle":
                 raise ValueError(
                     f"{name}=True needs estimator='mle'; got estimator={self.estimator!r}."
+                )
+        if not (isinstance(self.noise_power, str) and self.noise_power == "auto") and (
+            self.noise_power not in (1, 2)
+        ):
+            raise ValueError(
+                f"noise_power must be 1, 2 or 'auto'; got {self.noise_power!r}."
+            )
+        if not isinstance(self.outliers, (bool, np.bool_)) and self.outliers != "auto":
+            raise ValueError(
+                f"outliers must be True, False or 'auto'; got {self.outliers!r}."
+            )
+        if not (isinstance(self.shrinkage, str) and self.shrinkage == "auto"):
+            check_scalar(self.shrinkage, "shrinkage", low=0.0, high=1.0)
+        for name in ("noise_power", "outliers", "shrinkage"):
+            value = getattr(self, name)
+            if self.estimator != "mle" and not (
+                isinstance(value, str)
+                or (name == "noise_power" and value == 2)
+                or (name == "outliers" and value is False)
+                or (name == "shrinkage" and value == 0)
+            ):
+                raise ValueError(
+                    f"{name}={value!r} needs estimator='mle'; got estimator="
+                    f"{self.estimator!r}."
                 )
         check_scalar(self.max_iter, "max_iter", kind="int", low=1)
         check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
@@ -352,6 +417,9 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
         Y_dev: Any = None,
         class_balance: Any = None,
         progress_bar: bool = True,
+        *,
+        L_dev: Any = None,
+        dependencies: Any = None,
         **config: Any,
     ) -> StructuredLabelModel:
         """Estimate the prior and each LF's noise from the votes ``L_train``.
@@ -366,8 +434,9 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
             the vote-pattern counts travel back. All give the same estimate as one
             in-memory array (the statistics are additive).
         Y_dev : array-like of int of shape (n_dev,), optional
-            Gold labels; when given (and ``class_balance`` is not), their frequencies
-            fix the prior, as in Snorkel. On a ``Discrete`` space every class must
+            Gold labels. With ``L_dev``: the labels of those rows (a small labeled
+            dev set). Without ``L_dev``: as in Snorkel, when ``class_balance`` is
+            not given their frequencies fix the prior. On a ``Discrete`` space every class must
             occur in ``Y_dev`` (Snorkel's "Does not match LabelModel cardinality");
             elsewhere labels absent from ``Y_dev`` get prior 0.
         class_balance : array-like of shape (r,), optional
@@ -376,6 +445,19 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
             Snorkel; elsewhere zeros are allowed (a prior on a few labels).
         progress_bar : bool, default=True
             Validated and unused (the fit has no epochs).
+        L_dev : array-like of int of shape (n_dev, n_lfs), optional
+            Votes on labeled rows whose labels are ``Y_dev`` ("mle" only). They join
+            the likelihood with their labels known (jointly with the unlabeled
+            votes), their labels join the support, and the noise family and
+            shrinkage are chosen by the held-out log-probability of their labels
+            given their votes. A hundred rows typically suffice.
+        dependencies : sequence of (int, int), optional
+            LF pairs known to be dependent (e.g. reading the same source; see
+            ``StructuredLFAnalysis.lf_dependencies``). Each group of mutually
+            dependent LFs counts as one LF in the likelihood and the posterior
+            (every member weighs 1/g), so shared errors are not counted twice.
+            Warns when fewer than 3 groups remain (the noise is then not
+            identifiable).
         **config
             ``seed``, ``max_iter`` and ``tol`` override the constructor's for this
             fit. Snorkel's training options ``n_epochs``, ``lr``, ``l2``,
@@ -404,10 +486,40 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
         options = check_train_options(
             config, progress_bar=progress_bar, own=("seed", "max_iter", "tol")
         )
-        fixed = self._check_class_balance(class_balance, Y_dev)
+        if L_dev is not None and Y_dev is None:
+            raise ValueError("L_dev needs Y_dev, the labels of its rows.")
+        fixed = self._check_class_balance(
+            class_balance, Y_dev if L_dev is None else None
+        )
         stats = self._collect_stats(L_train, "L_train")
         check_prec_init_shape(options["prec_init"], stats.n_lfs)
+        self._labeled = self._check_dev(L_dev, Y_dev, stats.n_lfs)
+        self._dependencies = check_dependencies(dependencies, stats.n_lfs)
         return self._fit_stats(stats, fixed, config)
+
+    def _check_dev(
+        self, L_dev: Any, Y_dev: Any, n_lfs: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Labeled rows as (patterns, counts, labels), or None."""
+        if L_dev is None:
+            return None
+        if self.estimator != "mle":
+            raise ValueError(
+                f"L_dev needs estimator='mle'; got estimator={self.estimator!r}."
+            )
+        Ld = check_label_matrix(
+            L_dev, n_labels=len(self.space), min_lfs=3, name="L_dev", n_lfs=n_lfs
+        )
+        y = self._check_gold(Y_dev, "Y_dev", Ld.shape[0])
+        support = self._support()
+        if support is not None and not np.isin(y, support).all():
+            bad = np.setdiff1d(y, support)
+            raise ValueError(
+                f"Y_dev holds labels {bad[:5].tolist()} outside prior_support; widen "
+                "prior_support or drop those rows."
+            )
+        joint, counts = _count_patterns(np.column_stack([Ld, y]), len(self.space))
+        return joint[:, :-1], counts.astype(np.float64), joint[:, -1]
 
     def _collect_stats(
         self, data: Any, name: str, n_lfs: int | None = None
@@ -449,6 +561,7 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
                 f"stats must have at least 3 labeling functions; got {stats.n_lfs}. Add "
                 "labeling functions."
             )
+        self._labeled, self._dependencies = None, []
         return self._fit_stats(
             stats, self._check_class_balance(class_balance, None), {}
         )
@@ -469,6 +582,8 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
         self._check_params()
         fitted = hasattr(self, "stats_")
         stats = self._collect_stats(L_chunk, "L_chunk", self.n_lfs_ if fitted else None)
+        if not fitted:
+            self._labeled, self._dependencies = None, []
         if fitted:
             stats = self.stats_ + stats
         return self._fit_stats(stats, getattr(self, "_fixed_prior", None), {})
@@ -503,6 +618,7 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
             )
         S = None if large else self.space.squared_distance_matrix
         support = self._support()
+        vote_weights = dependency_weights(self._dependencies, stats.n_lfs)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             if self.estimator == "mle":
@@ -518,10 +634,23 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
                     max_iter=max_iter,
                     tol=tol,
                     seed=rng,
+                    labeled=self._labeled,
+                    powers=(1.0, 2.0)
+                    if self.noise_power == "auto"
+                    else (float(self.noise_power),),
+                    outliers=(False, True)
+                    if self.outliers == "auto"
+                    else (bool(self.outliers),),
+                    shrinkages=SHRINK_GRID
+                    if self.shrinkage == "auto"
+                    else (float(self.shrinkage),),
+                    vote_weights=vote_weights,
                 )
                 prior, theta, ll = est.prior, est.theta, est.log_likelihood
                 expected, abstain = est.expected_sq_dist, est.abstain
                 support, noise_model = est.support, est.noise_model
+                power, log_h = est.power, est.log_vote_dist
+                eps = est.outlier_rate if noise_model.get("outliers") else None
             elif self.estimator == "tensor":
                 from snorkel_structured.estimators.tensor import tensor_estimate
 
@@ -532,11 +661,13 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
                 theta = np.asarray(t.theta, dtype=np.float64)
                 ll = float("nan")
                 expected, abstain, noise_model = None, None, {}
+                power, eps, log_h = 2.0, None, None
             else:
                 prior, theta, ll = self._fit_uws(
                     stats, S, fixed, support, max_iter, tol
                 )
                 expected, abstain, noise_model = None, None, {}
+                power, eps, log_h = 2.0, None, None
         self.fit_warnings_ = [str(w.message) for w in caught]
         for w in caught:  # re-emit, pointing at the caller
             warnings.warn(w.message, w.category, stacklevel=3)
@@ -550,6 +681,17 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
         )
         self.theta_ = np.asarray(theta, dtype=np.float64)
         self.noise_model_ = noise_model
+        self.noise_power_ = float(power)
+        self.outlier_rate_ = np.zeros(stats.n_lfs) if eps is None else np.asarray(eps)
+        with np.errstate(under="ignore"):
+            self.outlier_dist_ = (
+                np.zeros((stats.n_lfs, r)) if log_h is None else np.exp(log_h)
+            )
+        self.shrinkage_ = float(noise_model.get("shrinkage", 0.0))
+        self.dependencies_ = list(self._dependencies)
+        self.vote_weights_ = (
+            np.ones(stats.n_lfs) if vote_weights is None else vote_weights
+        )
         self.label_dependent_ = self.theta_.ndim == 2
         self.abstain_dependent_ = abstain is not None
         self.abstain_ = (
@@ -566,11 +708,19 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
         self.log_likelihood_ = float(ll)
         self._fixed_prior = fixed
         T = self.support_
-        table = support_log_table(self.space if large else S, self.theta_, T)
+        table = support_log_table(
+            self.space if large else S,
+            self.theta_,
+            T,
+            power=self.noise_power_,
+            eps=eps,
+            log_h=log_h,
+        )
         if self.abstain_dependent_:  # the votes' factor 1 - alpha, abstains' alpha
             alpha = self.abstain_[:, T]
             table[:, 1:, :] += np.log1p(-alpha)[:, None, :]
             table[:, 0, :] = np.log(alpha)
+        table *= self.vote_weights_[:, None, None]
         self._posterior = _SupportPosterior(table, np.log(self.prior_[T]), T, r)
         return self
 

@@ -1,0 +1,268 @@
+"""Noise families, shrinkage, labeled dev rows and declared dependencies of the finite
+label model, checked against data drawn from the documented model and brute force."""
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+
+import snorkel_structured as ss
+from snorkel_structured.exceptions import IdentifiabilityWarning
+
+S4 = ss.Permutations(4, metric="kendall_tau")
+
+
+def vote_table(space, theta, power, eps, h):
+    """P(lambda_a = v | y), (m, r, r) [a, y, v], written from the documentation:
+    (1 - eps_a) exp(-theta_a d(v, y)^p) / Z_a(y) + eps_a h_a(v)."""
+    Dp = space.distance_matrix**power
+    K = np.exp(-np.asarray(theta)[:, None, None] * Dp[None])
+    K /= K.sum(axis=2, keepdims=True)
+    eps = np.asarray(eps)[:, None, None]
+    return (1 - eps) * K + eps * np.asarray(h)[:, None, :]
+
+
+def sample(space, prior, table, n, rng):
+    r = len(space)
+    y = rng.choice(r, size=n, p=prior)
+    cdf = np.cumsum(table[:, y, :], axis=2)  # (m, n, r)
+    u = rng.random((table.shape[0], n, 1))
+    L = (u > cdf).sum(axis=2).T
+    return np.minimum(L, r - 1), y
+
+
+def two_centers():
+    prior = np.zeros(24)
+    prior[[0, 23]] = [0.6, 0.4]
+    return prior
+
+
+def test_outlier_rates_recovered_and_chosen():
+    rng = np.random.default_rng(0)
+    m = 4
+    theta = np.array([1.5, 1.0, 2.0, 1.2])
+    eps = np.array([0.0, 0.25, 0.0, 0.15])
+    h = np.full((m, 24), 1 / 24)  # an outlier vote is uniform over S4
+    L, _ = sample(S4, two_centers(), vote_table(S4, theta, 2, eps, h), 20000, rng)
+    lm = ss.StructuredLabelModel(S4, noise_power=2, seed=0).fit(L)
+    assert lm.noise_model_["outliers"] is True
+    # eps is identified up to what the kernel's own tail explains: within 0.05
+    np.testing.assert_allclose(lm.outlier_rate_, eps, atol=0.05)
+    assert lm.outlier_rate_[1] > 0.15 and lm.outlier_rate_[0] < 0.05
+
+
+def test_clean_data_keep_the_papers_family():
+    rng = np.random.default_rng(1)
+    theta = np.array([1.5, 1.0, 2.0, 1.2])
+    h = np.full((4, 24), 1 / 24)
+    L, _ = sample(
+        S4, two_centers(), vote_table(S4, theta, 2, np.zeros(4), h), 20000, rng
+    )
+    lm = ss.StructuredLabelModel(S4, seed=0).fit(L)
+    assert lm.noise_model_["power"] == 2.0 and lm.noise_model_["outliers"] is False
+    np.testing.assert_allclose(lm.theta_, theta, rtol=0.1)
+
+
+def test_mallows_data_choose_power_one():
+    rng = np.random.default_rng(2)
+    theta = np.array([1.2, 0.8, 1.5, 1.0])
+    h = np.full((4, 24), 1 / 24)
+    L, _ = sample(
+        S4, two_centers(), vote_table(S4, theta, 1, np.zeros(4), h), 20000, rng
+    )
+    lm = ss.StructuredLabelModel(S4, outliers=False, seed=0).fit(L)
+    assert lm.noise_power_ == 1.0
+    np.testing.assert_allclose(lm.theta_, theta, rtol=0.1)
+    # E[d^2] is still reported in squared distances: check against the truth
+    T = vote_table(S4, theta, 1, np.zeros(4), h)
+    truth = np.einsum("y,ayv,yv->a", two_centers(), T, S4.squared_distance_matrix)
+    np.testing.assert_allclose(lm.expected_sq_dist_, truth, rtol=0.1)
+
+
+def test_posterior_is_the_documented_mixture():
+    rng = np.random.default_rng(3)
+    space = ss.Discrete(3)
+    h = np.array([[0.2, 0.3, 0.5]] * 3)
+    table = vote_table(space, [1.0, 2.0, 0.7], 2, [0.2, 0.0, 0.3], h)
+    L, _ = sample(space, np.array([0.5, 0.3, 0.2]), table, 5000, rng)
+    lm = ss.StructuredLabelModel(
+        space, outliers=True, noise_power=1, label_dependent=False, seed=0
+    ).fit(L)
+    fitted = vote_table(
+        space, lm.theta_, lm.noise_power_, lm.outlier_rate_, lm.outlier_dist_
+    )
+    patterns = np.array(list(itertools.product(range(-1, 3), repeat=3)))
+    expected = np.tile(lm.prior_, (len(patterns), 1))
+    for i, row in enumerate(patterns):
+        for a, v in enumerate(row):
+            if v >= 0:
+                expected[i] *= fitted[a, :, v]
+    expected /= expected.sum(1, keepdims=True)
+    np.testing.assert_allclose(lm.predict_proba(patterns), expected, rtol=1e-9)
+    # h_a is the LF's own vote frequencies
+    for a in range(3):
+        freq = np.bincount(L[:, a], minlength=3) / len(L)
+        np.testing.assert_allclose(lm.outlier_dist_[a], freq)
+
+
+def test_shrinks_toward_equal_when_lfs_are_equal_and_data_few():
+    # Five equally good LFs, 150 rows: per-LF thetas are mostly estimation noise.
+    chosen = []
+    for seed in range(4):
+        rng = np.random.default_rng(10 + seed)
+        h = np.full((5, 24), 1 / 24)
+        table = vote_table(S4, np.full(5, 0.6), 2, np.zeros(5), h)
+        L, _ = sample(S4, two_centers(), table, 150, rng)
+        lm = ss.StructuredLabelModel(
+            S4, label_dependent=False, noise_power=2, outliers=False, seed=0
+        ).fit(L)
+        spread = np.ptp(lm.theta_)
+        chosen.append((lm.shrinkage_, spread))
+    assert np.median([s for s, _ in chosen]) >= 0.5, chosen
+
+
+def test_fixed_shrinkage_moves_theta_to_the_mean():
+    rng = np.random.default_rng(4)
+    h = np.full((4, 24), 1 / 24)
+    table = vote_table(S4, [1.5, 0.5, 1.0, 2.0], 2, np.zeros(4), h)
+    L, _ = sample(S4, two_centers(), table, 4000, rng)
+    kw = dict(noise_power=2, outliers=False, label_dependent=False, seed=0)
+    free = ss.StructuredLabelModel(S4, shrinkage=0.0, **kw).fit(L)
+    half = ss.StructuredLabelModel(S4, shrinkage=0.5, **kw).fit(L)
+    full = ss.StructuredLabelModel(S4, shrinkage=1.0, **kw).fit(L)
+    np.testing.assert_allclose(
+        half.theta_, free.theta_.mean() + 0.5 * (free.theta_ - free.theta_.mean())
+    )
+    np.testing.assert_allclose(full.theta_, free.theta_.mean())
+
+
+def test_labeled_rows_enter_the_likelihood():
+    rng = np.random.default_rng(5)
+    space = ss.Discrete(3)
+    h = np.full((3, 3), 1 / 3)
+    table = vote_table(space, [1.0, 2.0, 0.7], 2, np.zeros(3), h)
+    prior = np.array([0.5, 0.3, 0.2])
+    L, _ = sample(space, prior, table, 3000, rng)
+    L_dev, Y_dev = sample(space, prior, table, 100, rng)
+    lm = ss.StructuredLabelModel(
+        space,
+        noise_power=2,
+        outliers=False,
+        shrinkage=0.0,
+        label_dependent=False,
+        abstain_dependent=False,
+        seed=0,
+    ).fit(L, L_dev=L_dev, Y_dev=Y_dev)
+    # log-likelihood = sum log P(votes) over unlabeled rows + sum log P(votes, y)
+    fitted = vote_table(space, lm.theta_, 2, np.zeros(3), h)
+    per_y = np.tile(lm.prior_, (len(L), 1))
+    for a in range(3):
+        per_y *= fitted[a][:, L[:, a]].T
+    dev_y = lm.prior_[Y_dev].copy()
+    for a in range(3):
+        dev_y *= fitted[a][Y_dev, L_dev[:, a]]
+    expected = np.log(per_y.sum(1)).sum() + np.log(dev_y).sum()
+    np.testing.assert_allclose(lm.log_likelihood_, expected, rtol=1e-9)
+
+
+def test_dev_rows_fix_a_model_the_votes_cannot_identify():
+    # Two LFs copy each other's errors (dependent): unsupervised, the pair looks
+    # accurate. 200 labeled rows bring the accuracy up to at least the best LF's.
+    rng = np.random.default_rng(6)
+    space = ss.Discrete(3)
+    n = 6000
+    y = rng.choice(3, size=n + 200, p=[0.4, 0.35, 0.25])
+    good = np.where(rng.random(n + 200) < 0.85, y, rng.integers(0, 3, n + 200))
+    bad = np.where(rng.random(n + 200) < 0.5, y, rng.integers(0, 3, n + 200))
+    bad_copy = np.where(rng.random(n + 200) < 0.9, bad, rng.integers(0, 3, n + 200))
+    other = np.where(rng.random(n + 200) < 0.6, y, rng.integers(0, 3, n + 200))
+    L_all = np.column_stack([good, bad, bad_copy, other])
+    L, L_dev, Y, Y_dev = L_all[:n], L_all[n:], y[:n], y[n:]
+    unsup = ss.StructuredLabelModel(space, seed=0).fit(L)
+    dev = ss.StructuredLabelModel(space, seed=0).fit(L, L_dev=L_dev, Y_dev=Y_dev)
+    acc = lambda m: (m.predict(L, tie_break_policy="random") == Y).mean()  # noqa: E731
+    best_lf = max((L[:, a] == Y).mean() for a in range(4))
+    assert acc(dev) >= best_lf - 0.01
+    assert acc(dev) >= acc(unsup) - 0.005
+
+
+def test_declared_copy_counts_once():
+    rng = np.random.default_rng(7)
+    space = ss.Discrete(3)
+    h = np.full((4, 3), 1 / 3)
+    table = vote_table(space, [0.9, 0.6, 1.1, 0.7], 2, np.zeros(4), h)
+    L, _ = sample(space, np.array([0.5, 0.3, 0.2]), table, 8000, rng)
+    with_copy = np.column_stack([L, L[:, 0]])
+    kw = dict(
+        noise_power=2,
+        outliers=False,
+        shrinkage=0.0,
+        seed=0,
+        label_dependent=False,
+        abstain_dependent=False,
+    )
+    ref = ss.StructuredLabelModel(space, **kw).fit(L)
+    dep = ss.StructuredLabelModel(space, **kw).fit(with_copy, dependencies=[(4, 0)])
+    np.testing.assert_allclose(dep.vote_weights_, [0.5, 1, 1, 1, 0.5])
+    assert dep.dependencies_ == [(0, 4)]
+    # the copy and its original, at half weight each, are the original once
+    np.testing.assert_allclose(
+        dep.predict_proba(with_copy[:500]), ref.predict_proba(L[:500]), atol=1e-3
+    )
+    naive = ss.StructuredLabelModel(space, **kw).fit(with_copy)
+    gap = np.abs(naive.predict_proba(with_copy[:500]) - ref.predict_proba(L[:500]))
+    assert gap.max() > 0.05
+
+
+def test_dependencies_that_leave_too_few_groups_warn():
+    rng = np.random.default_rng(8)
+    L = rng.integers(0, 3, size=(300, 3))
+    with pytest.warns(IdentifiabilityWarning, match="at least 3 are needed"):
+        ss.StructuredLabelModel(ss.Discrete(3), seed=0).fit(L, dependencies=[(0, 1)])
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(dependencies=[(0, 0)]), "with itself"),
+        (dict(dependencies=[(0, 7)]), "outside"),
+        (dict(dependencies=[0, 1]), "pairs of LF indices"),
+        (dict(dependencies=[(0.5, 1)]), "integer"),
+        (dict(L_dev=np.zeros((3, 3), int)), "L_dev needs Y_dev"),
+        (dict(L_dev=np.zeros((3, 4), int), Y_dev=[0, 1, 2]), "L_dev"),
+        (dict(L_dev=np.zeros((3, 3), int), Y_dev=[0, 1]), "one label per row"),
+    ],
+)
+def test_bad_fit_arguments(kwargs, match):
+    L = np.random.default_rng(0).integers(0, 3, size=(50, 3))
+    with pytest.raises(ValueError, match=match):
+        ss.StructuredLabelModel(ss.Discrete(3), seed=0).fit(L, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs", [dict(noise_power=3), dict(outliers="yes"), dict(shrinkage=1.5)]
+)
+def test_bad_family_parameters(kwargs):
+    L = np.random.default_rng(0).integers(0, 3, size=(50, 3))
+    with pytest.raises(ValueError):
+        ss.StructuredLabelModel(ss.Discrete(3), **kwargs).fit(L)
+
+
+def test_dev_labels_outside_a_given_support_are_refused():
+    L = np.random.default_rng(0).integers(0, 24, size=(50, 3))
+    lm = ss.StructuredLabelModel(S4, prior_support=np.array([0, 1]))
+    with pytest.raises(ValueError, match="outside prior_support"):
+        lm.fit(L, L_dev=L[:5], Y_dev=[0, 1, 2, 0, 1])
+
+
+def test_warning_free_default_fit_on_clean_data():
+    rng = np.random.default_rng(9)
+    h = np.full((3, 24), 1 / 24)
+    L, _ = sample(
+        S4, two_centers(), vote_table(S4, [1.5, 1.0, 2.0], 2, np.zeros(3), h), 3000, rng
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lm = ss.StructuredLabelModel(S4, seed=0).fit(L)
+    assert np.isfinite(lm.predict_proba(L)).all()
