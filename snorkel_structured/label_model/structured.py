@@ -32,13 +32,13 @@ from snorkel_structured.estimators.em import (
 )
 from snorkel_structured.estimators.uws import uws_expected_sq_dist
 from snorkel_structured.exceptions import IdentifiabilityWarning
-from snorkel_structured.label_model._posterior import (
-    PosteriorMethods,
-    _SupportPosterior,
-)
 from snorkel_structured.label_model._dependency_groups import (
     check_dependencies,
     dependency_weights,
+)
+from snorkel_structured.label_model._posterior import (
+    PosteriorMethods,
+    _SupportPosterior,
 )
 from snorkel_structured.label_model._snorkel_compat import (
     check_class_balance,
