@@ -115,3 +115,30 @@ def test_manifold_sphere_distances_and_partial_nan_error():
     X[0, 0, 1] = np.nan
     with pytest.raises(ValueError, match=r"L\[0, 0\] is partly NaN"):
         ss.StructuredLFAnalysis(X, space=Sphere(2))
+
+
+def test_lf_dependencies_names_and_pairs_for_fit():
+    import snorkel_structured as ss
+    from snorkel_structured.synthetic import make_label_matrix
+
+    space = ss.Discrete(2)
+    d = make_label_matrix(
+        10_000,
+        space=space,
+        theta=[1.0, 1.4, 0.8, 1.2, 1.6],
+        prior=[0.4, 0.6],
+        abstain=0.1,
+        seed=0,
+    )
+    L = d.L.copy()
+    mask = np.random.default_rng(1).random(len(L)) < 0.5
+    L[mask, 4] = L[mask, 0]
+    analysis = ss.StructuredLFAnalysis(L, space=space)
+    res = analysis.lf_dependencies()
+    assert len(res) == 10 and set(res["lf_a"]) <= set(analysis.lf_names)
+    assert res.loc[res["dependent"], ["lf_a", "lf_b"]].values.tolist() == [
+        ["lf_0", "lf_4"]
+    ]
+    assert analysis.dependent_lf_pairs() == [(0, 4)]
+    with pytest.raises(ValueError, match="at least 4"):
+        ss.StructuredLFAnalysis(L[:, :3], space=space).lf_dependencies()

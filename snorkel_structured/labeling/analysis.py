@@ -340,3 +340,59 @@ class StructuredLFAnalysis:
             d["Est. E[d^2]"] = est
             d["Learned Weight"] = weights
         return pd.DataFrame(d, index=pd.Index(names, name=None))
+
+    # -- dependencies between LFs ------------------------------------------------------
+    def lf_dependencies(
+        self, label_model: Any = None, alpha: float = 0.05, **options: Any
+    ) -> pd.DataFrame:
+        """Pairs of LFs that agree more than conditionally independent LFs would.
+
+        Runs :func:`snorkel_structured.estimators.dependencies.lf_dependency_test` on
+        these votes (needs at least 4 LFs); ``lf_a``/``lf_b`` hold LF names. Pass the
+        flagged pairs, as indices, to ``fit(..., dependencies=...)`` with
+        :meth:`dependent_lf_pairs`.
+
+        Parameters
+        ----------
+        label_model : fitted StructuredLabelModel, optional
+            Finite spaces: gives the rank of the joint tables (its support size), or
+            the null model with ``method="model"``. Manifolds need none.
+        alpha : float, default=0.05
+            Family-wise false-alarm rate over all pairs.
+        **options
+            ``method``, ``n_components``, ``n_boot``, ``seed`` of the test.
+
+        Returns
+        -------
+        result : pandas.DataFrame
+            One row per pair: ``lf_a``, ``lf_b``, ``n_both``, ``observed``,
+            ``expected``, ``z``, ``p_value``, ``dependent``.
+        """
+        from snorkel_structured.estimators.dependencies import lf_dependency_test
+
+        return lf_dependency_test(
+            self.L,
+            label_model,
+            space=self.space,
+            alpha=alpha,
+            lf_names=self.lf_names,
+            **options,
+        )
+
+    def dependent_lf_pairs(
+        self, label_model: Any = None, alpha: float = 0.05, **options: Any
+    ) -> list[tuple[int, int]]:
+        """The flagged pairs of :meth:`lf_dependencies` as (a, b) LF indices.
+
+        Ready for ``StructuredLabelModel.fit(L, dependencies=...)``.
+        """
+        from snorkel_structured.estimators.dependencies import (
+            dependent_pairs,
+            lf_dependency_test,
+        )
+
+        return dependent_pairs(
+            lf_dependency_test(
+                self.L, label_model, space=self.space, alpha=alpha, **options
+            )
+        )
