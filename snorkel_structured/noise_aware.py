@@ -112,14 +112,79 @@ def _distances_source(space: Any) -> tuple[Any, int]:
     return S, S.shape[0]
 
 
-def _support_log_cond(source: Any, theta: np.ndarray, sup: np.ndarray) -> np.ndarray:
-    """log P(lambda_a = v | y) for y in the support only: (m, k, r), from S's k rows."""
+def _support_log_cond(
+    source: Any, theta: np.ndarray, sup: np.ndarray, family: _Family | None = None
+) -> np.ndarray:
+    """log P(lambda_a = v | y) for y in the support only: (m, k, r), from S's k rows.
+
+    ``family`` (power p, outlier rates eps (m,), outlier distributions h (m, r)):
+    (1 - eps_a) exp(-theta_a d^p) / Z + eps_a h_a, as StructuredLabelModel fits it.
+    """
     rows = (
         source.squared_distance_rows(sup)
         if isinstance(source, FiniteMetricSpace)
         else source[sup]
     )
-    return log_conditional_probs(rows, theta if theta.ndim == 1 else theta[:, sup])
+    if family is not None and family.power != 2.0:
+        rows = np.maximum(rows, 0.0) ** (family.power / 2.0)
+    logc = log_conditional_probs(rows, theta if theta.ndim == 1 else theta[:, sup])
+    if family is None or family.outlier_rate is None:
+        return logc
+    eps = family.outlier_rate[:, None, None]
+    with np.errstate(divide="ignore"):
+        return np.logaddexp(
+            np.log1p(-eps) + logc, np.log(eps) + np.log(family.outlier_dist)[:, None, :]
+        )
+
+
+@dataclass(frozen=True)
+class _Family:
+    """A noise family other than the paper's (see :func:`_check_family`)."""
+
+    power: float
+    outlier_rate: np.ndarray | None
+    outlier_dist: np.ndarray | None
+
+
+def _check_family(
+    m: int, r: int, power: Any, outlier_rate: Any, outlier_dist: Any
+) -> _Family | None:
+    if power not in (1, 2):
+        raise ValueError(f"power must be 1 or 2; got {power!r}.")
+    if outlier_rate is None:
+        return None if power == 2 else _Family(float(power), None, None)
+    eps = np.asarray(outlier_rate, dtype=np.float64)
+    h = np.asarray(outlier_dist, dtype=np.float64) if outlier_dist is not None else None
+    if (
+        eps.shape != (m,)
+        or not np.isfinite(eps).all()
+        or (eps < 0).any()
+        or (eps >= 1).any()
+    ):
+        raise ValueError(
+            f"outlier_rate must be {m} numbers in [0, 1) (one per LF); got {eps!r}."
+        )
+    if h is None or h.shape != (m, r) or (h < 0).any() or not np.allclose(h.sum(1), 1):
+        raise ValueError(
+            f"outlier_dist must be an ({m}, {r}) array of distributions (rows summing "
+            "to 1) when outlier_rate is given."
+        )
+    return _Family(float(power), eps, h)
+
+
+def _sample_from_tables(
+    logc_row: np.ndarray, rates: np.ndarray, n: int, rng: np.random.Generator
+) -> np.ndarray:
+    """n vote rows for one true label from its (m, r) table; abstains at ``rates``."""
+    cdf = np.cumsum(np.exp(logc_row), axis=1)  # (m, r)
+    u = rng.random((n, logc_row.shape[0])) * cdf[:, -1]
+    L = np.empty((n, logc_row.shape[0]), dtype=np.int64)
+    for a in range(logc_row.shape[0]):  # m searchsorted calls over n draws
+        L[:, a] = np.minimum(
+            np.searchsorted(cdf[a], u[:, a], side="right"), cdf.shape[1] - 1
+        )
+    L[rng.random(L.shape) < rates[None, :]] = ABSTAIN
+    return L
 
 
 def _check_model(
@@ -218,14 +283,18 @@ def _monte_carlo_q(
     rule: str,
     n_draws: int,
     rng: np.random.Generator,
+    family: _Family | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     k = support.size
     Q = np.empty((k, k))
     se = np.empty((k, k))
     for i, stream in enumerate(rng.spawn(k)):  # one batch of draws per true label
-        L = sample_votes(
-            S, theta, np.full(n_draws, support[i]), abstain=rates, seed=stream
-        )
+        if family is None:
+            L = sample_votes(
+                S, theta, np.full(n_draws, support[i]), abstain=rates, seed=stream
+            )
+        else:  # another family: draw from its tables
+            L = _sample_from_tables(logc_sup[:, i, :], rates, n_draws, stream)
         # Rao-Blackwellized for "sample": average P(Z = j | votes), not draws of Z.
         probs = _rule_probs(log_posterior(L, logc_sup, log_prior).T, rule)
         Q[i] = probs.mean(axis=0)
@@ -247,6 +316,9 @@ def noise_matrix(
     n_draws: int = 20_000,
     warn_condition: float = 100.0,
     seed: Any = None,
+    power: float = 2.0,
+    outlier_rate: Any = None,
+    outlier_dist: Any = None,
 ) -> NoiseMatrix:
     """Q_ij = P(pseudolabel = y_j | Y = y_i) over the support, under a noise model.
 
@@ -256,7 +328,7 @@ def noise_matrix(
         The label space, or its matrix of squared distances.
     theta : array-like of shape (n_lfs,) or (n_lfs, r)
         Canonical parameters of the model exp(-theta_a d^2) / Z_a(y) (estimated: Q;
-        true: the paper's P).
+        true: the paper's P); exp(-theta_a d^power) with ``power``.
     prior : array-like of shape (r,)
         P(Y = y) over the whole space.
     abstain : float or array-like of shape (n_lfs,), default=0.0
@@ -284,6 +356,12 @@ def noise_matrix(
         Warn (``IllConditionedWarning``) when the condition number of Q exceeds this.
     seed : None, int or numpy.random.Generator
         Seeds the Monte Carlo draws (a Generator passed in advances).
+    power : {1, 2}, default=2
+        The noise family exp(-theta_a d^power) / Z_a(y).
+    outlier_rate, outlier_dist : array-like of shape (n_lfs,) and (n_lfs, r), optional
+        The outlier component: P(lambda_a = v | y) = (1 - eps_a) exp(-theta_a
+        d^power) / Z + eps_a h_a(v) (``StructuredLabelModel``'s ``outlier_rate_``
+        and ``outlier_dist_``).
 
     Returns
     -------
@@ -321,6 +399,7 @@ def noise_matrix(
     """
     S, r = _distances_source(space)
     th, p, rates = _check_model(r, theta, prior, abstain)
+    family = _check_family(th.shape[0], r, power, outlier_rate, outlier_dist)
     if rule not in RULES:
         raise ValueError(f"rule must be one of {RULES}; got {rule!r}.")
     if method not in METHODS:
@@ -334,7 +413,7 @@ def noise_matrix(
     sup = _resolve_support(p, support, min_prior)
     p_sup = p[sup] / p[sup].sum()
     log_prior = np.log(p_sup)
-    logc_sup = _support_log_cond(S, th, sup)  # (m, k, r) [a, y, v]
+    logc_sup = _support_log_cond(S, th, sup, family)  # (m, k, r) [a, y, v]
     n_patterns = int(np.prod([r + 1 if x > 0 else r for x in rates], dtype=np.float64))
     use_exact = method == "exact" or (method == "auto" and n_patterns <= max_patterns)
     if use_exact:
@@ -344,7 +423,7 @@ def noise_matrix(
     else:
         rng = check_seed(seed)
         Q, se = _monte_carlo_q(
-            S, th, rates, sup, logc_sup, log_prior, rule, n_draws, rng
+            S, th, rates, sup, logc_sup, log_prior, rule, n_draws, rng, family
         )
         n_eval, used = n_draws, "monte_carlo"
     sv = np.linalg.svd(Q, compute_uv=False)
@@ -395,6 +474,9 @@ def loss_weights(
     noise: NoiseMatrix | None = None,
     index: Any = None,
     seed: Any = None,
+    power: float = 2.0,
+    outlier_rate: Any = None,
+    outlier_dist: Any = None,
     **noise_options: Any,
 ) -> pd.DataFrame:
     """Pseudolabels and noise-aware loss weights, one row per data point.
@@ -421,6 +503,12 @@ def loss_weights(
         Row index of the result (overrides a DataFrame's index).
     seed : None, int or numpy.random.Generator
         Seeds the pseudolabel draws (and Monte Carlo Q).
+    power : {1, 2}, default=2
+        The noise family exp(-theta_a d^power) / Z_a(y).
+    outlier_rate, outlier_dist : array-like of shape (n_lfs,) and (n_lfs, r), optional
+        The outlier component: P(lambda_a = v | y) = (1 - eps_a) exp(-theta_a
+        d^power) / Z + eps_a h_a(v) (``StructuredLabelModel``'s ``outlier_rate_``
+        and ``outlier_dist_``).
     **noise_options
         ``method``, ``max_patterns``, ``n_draws``, ``warn_condition`` of
         :func:`noise_matrix`.
@@ -469,6 +557,7 @@ def loss_weights(
         raise ValueError(
             f"L has {Lc.shape[1]} columns but theta describes {th.shape[0]} LFs."
         )
+    family = _check_family(th.shape[0], r, power, outlier_rate, outlier_dist)
     rng = check_seed(seed)
     q_rng, z_rng = rng.spawn(2)
     if noise is None:
@@ -483,10 +572,13 @@ def loss_weights(
             support=support,
             min_prior=min_prior,
             seed=q_rng,
+            power=power,
+            outlier_rate=outlier_rate,
+            outlier_dist=outlier_dist,
             **noise_options,
         )
     sup = noise.support
-    logc_sup = _support_log_cond(S, th, sup)
+    logc_sup = _support_log_cond(S, th, sup, family)
     log_post = log_posterior(Lc, logc_sup, np.log(noise.prior))  # (n, k)
     if noise.rule == "map":
         z = np.argmax(log_post, axis=1)

@@ -175,8 +175,25 @@ def test_label_model_methods_match_functions():
     data = make_ranking_data(1000, theta=[0.0, 0.0, 1.0], abstain=0.1, seed=0)
     lm = ss.StructuredLabelModel(data.space, estimator="mle", seed=0).fit(data.L)
     nm = lm.noise_matrix()
-    ref = ss.noise_matrix(data.space, lm.theta_, lm.prior_, abstain=1 - lm.coverage_)
+    outliers = lm.noise_model_["outliers"]
+    family = dict(
+        power=lm.noise_power_,
+        outlier_rate=lm.outlier_rate_ if outliers else None,
+        outlier_dist=lm.outlier_dist_ if outliers else None,
+    )
+    ref = ss.noise_matrix(
+        data.space, lm.theta_, lm.prior_, abstain=1 - lm.coverage_, **family
+    )
     np.testing.assert_allclose(nm.Q, ref.Q)
+    W_ref = ss.loss_weights(
+        data.L, data.space, lm.theta_, lm.prior_, noise=nm, seed=1, **family
+    )
+    ref_paper = ss.noise_matrix(
+        data.space, lm.theta_, lm.prior_, abstain=1 - lm.coverage_
+    )
+    if lm.noise_power_ != 2 or outliers:  # another family: another Q
+        assert np.abs(ref_paper.Q - nm.Q).max() > 1e-6
+    assert W_ref.shape[0] == 1000
     # the default threshold keeps the two true centers, not the estimate's spurious sliver
     assert sorted(nm.support.tolist()) == sorted(data.support.tolist())
     L_df = pd.DataFrame(data.L, index=np.arange(1000) * 2)

@@ -509,7 +509,7 @@ class _Problem:
         ``shared``: one theta for every LF (the unweighted vote, as a model). ``eps``:
         the outlier rates, re-estimated (None without the outlier component).
         """
-        w = self.c @ R / self.n
+        w = self.c @ R / max(self.n, 1e-300)
         k = T.size
         N, num, eps = self.vote_moments(R, T, theta, eps)
         ST = self.rows(T)

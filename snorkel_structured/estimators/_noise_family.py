@@ -183,12 +183,15 @@ def choose_family(
         return _fit(prob, T, base, _start_theta(base, base_prob, p), o, options), prob
 
     candidates = [(p, o, w) for p in powers for o in outliers for w in weights]
+    halves = _thin(stats, labeled, rng)
+    if min(float(np.sum(h.counts)) for h, _ in halves) < 1:
+        # Too few rows to hold any out: the paper's family, as fitted.
+        candidates, shrinkages = [(2.0, False, 1.0)], (0.0,)
     if len(candidates) == 1 and len(shrinkages) == 1:
         p, o, omega = candidates[0]
         fit, prob = refit(p, o, omega)
         th = shrink_theta(fit.theta, shrinkages[0])
         return FamilyChoice(p, o, shrinkages[0], omega, _with_theta(fit, th), prob, {})
-    halves = _thin(stats, labeled, rng)
     scores: dict[tuple[float, bool, float, float], float] = {}
     for p, o, omega in candidates:
         sq = _SqDists(S, p)

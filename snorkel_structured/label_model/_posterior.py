@@ -22,8 +22,8 @@ from snorkel_structured._validation import (
     check_label_matrix,
     check_seed,
 )
+from snorkel_structured.estimators._em_core import support_log_table
 from snorkel_structured.estimators._stats import unique_rows
-from snorkel_structured.noise.finite import log_conditional_probs
 from snorkel_structured.spaces.finite import DENSE_MAX_LABELS
 
 _TIE_BREAK = ("abstain", "true-random", "random")
@@ -127,7 +127,7 @@ class _SupportPosterior:
 class PosteriorMethods:
     """Methods of a fitted StructuredLabelModel that read ``self._posterior``.
 
-    The host class provides ``space``, ``n_lfs_``, ``support_``, ``prior_``,
+    The host class provides ``space``, ``n_lfs_``, ``support_``, ``prior_``, ``_family``,
     ``theta_``, ``coverage_``, ``_posterior`` and ``_check_L``/``_check_gold``.
     """
 
@@ -144,7 +144,20 @@ class PosteriorMethods:
                 f"log_conditional_probs() would build an ({self.n_lfs_}, {r}, {r}) array "
                 f"on a space of {r} labels; the model only needs the support's rows."
             )
-        return log_conditional_probs(self.space.squared_distance_matrix, self.theta_)
+        family = self._family()
+        log_h = None
+        if family["outlier_rate"] is not None:
+            with np.errstate(divide="ignore"):
+                log_h = np.log(family["outlier_dist"])
+        table = support_log_table(
+            self.space.squared_distance_matrix,
+            self.theta_,
+            np.arange(r),
+            power=family["power"],
+            eps=family["outlier_rate"],
+            log_h=log_h,
+        )  # (m, r + 1, r) [a, v + 1, y]
+        return table[:, 1:, :].transpose(0, 2, 1)
 
     def get_conditional_probs(self) -> np.ndarray:
         """Snorkel's table P(lambda_a = v | Y = y), shape (n_lfs, r + 1, r).

@@ -803,8 +803,18 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
             support=support,
             min_prior=min_prior,
             seed=seed,
+            **self._family(),
             **options,
         )
+
+    def _family(self) -> dict[str, Any]:
+        """The fitted noise family, as noise_matrix/loss_weights take it."""
+        outliers = bool(self.noise_model_.get("outliers", False))
+        return {
+            "power": self.noise_power_,
+            "outlier_rate": self.outlier_rate_ if outliers else None,
+            "outlier_dist": self.outlier_dist_ if outliers else None,
+        }
 
     def loss_weights(
         self,
@@ -845,4 +855,5 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
             noise=noise,
             index=index,
             seed=z_rng,
+            **self._family(),
         )

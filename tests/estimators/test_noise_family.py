@@ -266,3 +266,32 @@ def test_warning_free_default_fit_on_clean_data():
         warnings.simplefilter("error")
         lm = ss.StructuredLabelModel(S4, seed=0).fit(L)
     assert np.isfinite(lm.predict_proba(L)).all()
+
+
+def test_conditional_probs_and_noise_matrix_follow_the_fitted_family():
+    rng = np.random.default_rng(11)
+    space = ss.Discrete(3)
+    h = np.array([[0.6, 0.2, 0.2]] * 3)
+    table = vote_table(space, [1.2, 0.8, 1.0], 1, [0.3, 0.1, 0.2], h)
+    L, _ = sample(space, np.array([0.5, 0.3, 0.2]), table, 6000, rng)
+    lm = ss.StructuredLabelModel(
+        space, noise_power=1, outliers=True, label_dependent=False, seed=0
+    ).fit(L)
+    fitted = vote_table(
+        space, lm.theta_, lm.noise_power_, lm.outlier_rate_, lm.outlier_dist_
+    )
+    np.testing.assert_allclose(np.exp(lm.log_conditional_probs()), fitted, rtol=1e-9)
+    cond = lm.get_conditional_probs()
+    np.testing.assert_allclose(cond.sum(axis=1), 1.0)
+    # Q by enumeration of every vote pattern and by draws from the same tables agree
+    exact = lm.noise_matrix(method="exact", rule="map", min_prior=0.0)
+    draws = lm.noise_matrix(method="monte_carlo", rule="map", min_prior=0.0, seed=0)
+    assert np.abs(exact.Q - draws.Q).max() < 5 * draws.std_error.max() + 1e-3
+    # ... and the exact Q is brute force over the documented model
+    patterns = np.array(list(itertools.product(range(3), repeat=3)))
+    Q = np.zeros((3, 3))
+    for row in patterns:
+        lik = np.prod([fitted[a, :, v] for a, v in enumerate(row)], axis=0)  # (y,)
+        z = np.argmax(lm.prior_ * lik)
+        Q[:, z] += lik
+    np.testing.assert_allclose(exact.Q, Q, atol=1e-9)
