@@ -321,13 +321,25 @@ class _Problem:
             self.cA.sum(0) @ np.log(rate) + self.n_voted @ np.log1p(-rate)
         )
         self._dists: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._rows_cache: tuple[bytes, Any] = (b"", None)
+        self._dists_cache: tuple[bytes, Any] = (b"", None)
 
     # -- rows of S and their value distributions -----------------------------------
     def rows(self, T: np.ndarray) -> np.ndarray:
-        return self.sq.rows(T)
+        # EM asks for the same support's rows at every step: keep the last ones.
+        key = T.tobytes()
+        if self._rows_cache[0] != key:
+            self._rows_cache = (key, self.sq.rows(T))
+        return self._rows_cache[1]
 
     def dists(self, T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(vals, logmult) of the rows of T, (k, q) each (cached per label)."""
+        key = T.tobytes()
+        if self._dists_cache[0] != key:
+            self._dists_cache = (key, self._gather_dists(T))
+        return self._dists_cache[1]
+
+    def _gather_dists(self, T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         missing = [int(t) for t in T if int(t) not in self._dists]
         if missing:
             v, lm = _row_dists(self.rows(np.array(missing)))

@@ -182,6 +182,10 @@ def choose_family(
         # From the base (not the halves' fits): a symmetric problem stays symmetric.
         return _fit(prob, T, base, _start_theta(base, base_prob, p), o, options), prob
 
+    if noise_model.get("theta") == "label" and len(outliers) > 1:
+        # A theta per LF and label already shapes each LF's errors per label; an
+        # outlier component on top is nearly unidentified (EM crawls along a ridge).
+        outliers = (False,)
     candidates = [(p, o, w) for p in powers for o in outliers for w in weights]
     halves = _thin(stats, labeled, rng)
     if min(float(np.sum(h.counts)) for h, _ in halves) < 1:

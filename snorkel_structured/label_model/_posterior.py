@@ -31,6 +31,7 @@ _STRUCTURED_METRICS = ("mean_distance", "mean_sq_distance")
 # predict_proba(L) refuses to return a full (n_samples, r) array above this many bytes.
 MAX_PROBA_BYTES = 1 << 30
 _LABELS = ("all", "support")
+_DECISIONS = ("map", "distance", "sq_distance")
 
 
 def _max_partition_rows(data: Any) -> int:
@@ -120,8 +121,28 @@ class _SupportPosterior:
                 ]
         return preds, probs_u, inverse
 
-    def predict_block(self, L: Any, tie_break_policy: str = "abstain") -> np.ndarray:
+    def predict_block(
+        self, L: Any, tie_break_policy: str = "abstain", cost: Any = None
+    ) -> np.ndarray:
+        if cost is not None:
+            return self.predict_min_cost(L, cost)
         return self.predict(L, tie_break_policy)[0]
+
+    def predict_min_cost(self, L: Any, cost: np.ndarray) -> np.ndarray:
+        """The label z of least expected cost sum_j P(support_j | votes) cost[j, z].
+
+        ``cost`` is (k, r): e.g. the distances from the support's labels to every
+        label of the space, so z may lie off the support (an inner node of a tree).
+        """
+        L = self.check(L)
+        logp, inverse = self.log_proba(L)
+        probs_u = np.exp(logp)
+        best = np.empty(probs_u.shape[0], dtype=np.int64)
+        step = max(1, (1 << 25) // max(cost.shape[1], 1))  # ~256 MB of expected costs
+        for start in range(0, probs_u.shape[0], step):  # blocks of unique patterns
+            block = probs_u[start : start + step] @ cost
+            best[start : start + step] = np.argmin(block, axis=1)
+        return best[inverse]
 
 
 class PosteriorMethods:
@@ -254,8 +275,10 @@ class PosteriorMethods:
         tie_break_policy: str = "abstain",
         *,
         seed: Any = None,
+        decision: str = "map",
     ) -> Any:
-        """MAP label per row, ties broken as Snorkel's ``probs_to_preds``.
+        """MAP label per row, ties broken as Snorkel's ``probs_to_preds`` (or the
+        label of least expected distance, with ``decision``).
 
         Parameters
         ----------
@@ -270,6 +293,13 @@ class PosteriorMethods:
             policy); "true-random" draws with ``seed``.
         seed : None, int or numpy.random.Generator
             For "true-random".
+        decision : {"map", "distance", "sq_distance"}, default="map"
+            "map": the most probable label (Snorkel's rule; best for exact match).
+            "distance": the label z of the space minimizing E[d(z, Y) | votes], the
+            Bayes answer when predictions are judged by their mean distance (it may
+            lie off ``support_``, e.g. a country node between two likely regions).
+            "sq_distance": minimizing E[d^2(z, Y) | votes] (the posterior's Frechet
+            mean). Ties then go to the first label; ``tie_break_policy`` is unused.
 
         Returns
         -------
@@ -281,6 +311,12 @@ class PosteriorMethods:
             raise ValueError(
                 f"tie_break_policy must be one of {_TIE_BREAK}; got {tie_break_policy!r}."
             )
+        if decision not in _DECISIONS:
+            raise ValueError(f"decision must be one of {_DECISIONS}; got {decision!r}.")
+        cost = None
+        if decision != "map":
+            sq = self.space.squared_distance_rows(self.support_)  # (k, r)
+            cost = sq if decision == "sq_distance" else np.sqrt(np.maximum(sq, 0.0))
         post = self._posterior
         if is_dask_collection(L):
             if return_probs or tie_break_policy == "true-random":
@@ -291,13 +327,15 @@ class PosteriorMethods:
             return map_partitions_to_array(
                 L,
                 functools.partial(
-                    post.predict_block, tie_break_policy=tie_break_policy
+                    post.predict_block, tie_break_policy=tie_break_policy, cost=cost
                 ),
                 (),
                 np.int64,
             )
         L = self._check_L(L)
         preds, probs_u, inverse = post.predict(L, tie_break_policy, seed)
+        if cost is not None:
+            preds = post.predict_min_cost(L, cost)
         if return_probs:
             self._check_budget(L.shape[0], MAX_PROBA_BYTES, "")
             probs = np.zeros((L.shape[0], len(self.space)))

@@ -295,3 +295,26 @@ def test_conditional_probs_and_noise_matrix_follow_the_fitted_family():
         z = np.argmax(lm.prior_ * lik)
         Q[:, z] += lik
     np.testing.assert_allclose(exact.Q, Q, atol=1e-9)
+
+
+def test_min_distance_decision_is_brute_force_bayes():
+    # A 3-branch tree: the Bayes answer for mean distance may be an inner node.
+    import networkx as nx
+
+    tree = nx.Graph([("r", "a"), ("a", "a1"), ("a", "a2"), ("r", "b"), ("b", "b1")])
+    space = ss.GraphSpace(tree)
+    leaves = np.array([space.index(x) for x in ("a1", "a2", "b1")])
+    rng = np.random.default_rng(12)
+    L = rng.choice(leaves, size=(400, 3))
+    lm = ss.StructuredLabelModel(space, prior_support=leaves, seed=0).fit(L)
+    P = lm.predict_proba(L)
+    D = space.distance_matrix
+    for decision, cost in (("distance", D), ("sq_distance", D**2)):
+        expected = np.array(
+            [np.argmin([p @ cost[:, z] for z in range(len(space))]) for p in P]
+        )
+        np.testing.assert_array_equal(lm.predict(L, decision=decision), expected)
+    inner = lm.predict(L, decision="distance")
+    assert not np.isin(inner, leaves).all()  # split posteriors retreat to a's node
+    with pytest.raises(ValueError, match="decision must be one of"):
+        lm.predict(L, decision="median")
