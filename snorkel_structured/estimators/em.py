@@ -113,7 +113,11 @@ class MLEEstimate:
 
 
 def _tensor_start(
-    stats: VoteStats, S: np.ndarray, n_components: int | None, seed: Any
+    stats: VoteStats,
+    S: np.ndarray,
+    n_components: int | None,
+    seed: Any,
+    dependencies: Any = (),
 ) -> Any:
     """The tensor estimate, or None when the tensor estimator is missing or fails."""
     try:
@@ -123,7 +127,13 @@ def _tensor_start(
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            est = tensor_estimate(stats, S, n_components=n_components, seed=seed)
+            est = tensor_estimate(
+                stats,
+                S,
+                n_components=n_components,
+                seed=seed,
+                dependencies=dependencies,
+            )
         est_warnings = [str(w.message) for w in caught]
         return est, est_warnings
     except Exception as exc:  # noqa: BLE001 - any failure means: use the fallback
@@ -388,6 +398,7 @@ def mle_estimate(
     outliers: tuple[bool, ...] = (False,),
     shrinkages: tuple[float, ...] = (0.0,),
     vote_weights: np.ndarray | None = None,
+    dependencies: Any = (),
 ) -> MLEEstimate:
     """Maximum-likelihood prior and theta of the finite noise model (EM over patterns).
 
@@ -439,6 +450,8 @@ def mle_estimate(
     vote_weights : ndarray of shape (n_lfs,), optional
         Each LF's weight in the likelihood (e.g. 1/g for a group of g dependent
         LFs); default 1.
+    dependencies : sequence of (int, int), default=()
+        Dependent LF pairs, kept out of the tensor start's triplets.
 
     Returns
     -------
@@ -495,6 +508,7 @@ def mle_estimate(
         msgs,
         max_iter,
         tol,
+        dependencies,
     )
     free_size = n_components is None and not given
     penalty = _bic_penalty(prob)
@@ -665,6 +679,7 @@ def _starts(
     msgs: list[str],
     max_iter: int,
     tol: float,
+    dependencies: Any = (),
 ) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
     """Starting points (name, T, w, theta) of EM."""
     starts: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []
@@ -689,7 +704,7 @@ def _starts(
     tensor_ok = False
     if init in ("auto", "tensor") and sq.dense and prob.r <= _TENSOR_START_MAX:
         assert sq.S is not None
-        got = _tensor_start(stats, sq.S, n_components, rng.spawn(1)[0])
+        got = _tensor_start(stats, sq.S, n_components, rng.spawn(1)[0], dependencies)
         if got is not None:
             est, est_msgs = got
             msgs.extend(est_msgs)

@@ -348,6 +348,7 @@ def tensor_estimate(
     embedding: PseudoEuclideanEmbedding | None = None,
     seed: Any = None,
     n_restarts: int = 10,
+    dependencies: Any = (),
 ) -> TensorEstimate:
     """Estimate each LF's E[d^2(lambda_a, Y)] and the prior by tensor decomposition.
 
@@ -368,6 +369,10 @@ def tensor_estimate(
         streams). A Generator passed in advances.
     n_restarts : int, default=10
         Random combinations tried; the one that best diagonalizes every slice wins.
+    dependencies : sequence of (int, int), default=()
+        LF pairs known to be dependent: no decomposition triplet and no partner of
+        an LF's solve contains such a pair (their joint moments are not those of
+        conditionally independent LFs).
 
     Returns
     -------
@@ -421,7 +426,9 @@ def tensor_estimate(
     # Every matrix here is at most r x r: multithreaded BLAS only adds overhead, and
     # on a busy machine OpenBLAS threads on a 120 x 120 SVD cost 100x (measured).
     with _blas_controller().limit(limits=1, user_api="blas"):
-        return _tensor_estimate(stats, S, k_given, embedding, n_restarts, rng)
+        return _tensor_estimate(
+            stats, S, k_given, embedding, n_restarts, rng, dependencies
+        )
 
 
 def _tensor_estimate(
@@ -431,6 +438,7 @@ def _tensor_estimate(
     embedding: PseudoEuclideanEmbedding | None,
     n_restarts: int,
     rng: np.random.Generator,
+    dependencies: Any = (),
 ) -> TensorEstimate:
     if embedding is None:
         embedding = PseudoEuclideanEmbedding().fit(S)
@@ -453,7 +461,20 @@ def _tensor_estimate(
     lf_rank = np.array(
         [max(_rank(pair(e, f)) for f in range(m) if f != e) for e in range(m)]
     )
-    triplets_all = list(itertools.combinations(range(m), 3))
+    dependent = {frozenset((int(a), int(b))) for a, b in dependencies}
+
+    def independent(*lfs: int) -> bool:
+        return not any(
+            frozenset(p) in dependent for p in itertools.combinations(lfs, 2)
+        )
+
+    triplets_all = [t for t in itertools.combinations(range(m), 3) if independent(*t)]
+    if not triplets_all:
+        warn(
+            "No triplet of LFs is free of the declared dependencies; the tensor "
+            "estimate uses dependent triplets."
+        )
+        triplets_all = list(itertools.combinations(range(m), 3))
     # A triplet's rank: the median of its three pairs' ranks (one weak or one
     # spuriously strong pair does not decide it).
     trip_rank = {
@@ -578,7 +599,11 @@ def _tensor_estimate(
             if e in best:
                 partners = [f for f in best if f != e]
             else:
-                cand = [f for f in range(m) if f != e and pair(e, f).n > 0]
+                cand = [
+                    f
+                    for f in range(m)
+                    if f != e and pair(e, f).n > 0 and independent(e, f)
+                ]
                 partners = sorted(cand, key=lambda f: -_snr(pair(e, f), k))[:2]
             blocks = []
             for f in partners:

@@ -455,7 +455,9 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
             LF pairs known to be dependent (e.g. reading the same source; see
             ``StructuredLFAnalysis.lf_dependencies``). Each group of mutually
             dependent LFs counts as one LF in the likelihood and the posterior
-            (every member weighs 1/g), so shared errors are not counted twice.
+            (every member weighs 1/g), so shared errors are not counted twice;
+            "tensor" (and the tensor start of "mle") uses no triplet containing a
+            dependent pair, "uws" no dependent pair's mean distance.
             Warns when fewer than 3 groups remain (the noise is then not
             identifiable).
         **config
@@ -645,6 +647,7 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
                     if self.shrinkage == "auto"
                     else (float(self.shrinkage),),
                     vote_weights=vote_weights,
+                    dependencies=self._dependencies,
                 )
                 prior, theta, ll = est.prior, est.theta, est.log_likelihood
                 expected, abstain = est.expected_sq_dist, est.abstain
@@ -654,7 +657,13 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
             elif self.estimator == "tensor":
                 from snorkel_structured.estimators.tensor import tensor_estimate
 
-                t = tensor_estimate(stats, S, n_components=self.n_components, seed=rng)
+                t = tensor_estimate(
+                    stats,
+                    S,
+                    n_components=self.n_components,
+                    seed=rng,
+                    dependencies=self._dependencies,
+                )
                 prior = (
                     np.asarray(t.prior, dtype=np.float64) if fixed is None else fixed
                 )
@@ -743,6 +752,8 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
                 if w.sum() > 0:
                     M[a, b] = M[b, a] = (w @ S[P[keep, a], P[keep, b]]) / w.sum()
         np.fill_diagonal(M, 0.0)
+        for a, b in self._dependencies:  # not the additive distance of independent LFs
+            M[a, b] = M[b, a] = np.nan
         e = uws_expected_sq_dist(M)
         bad = ~np.isfinite(e) | (e < 0)
         if bad.any():

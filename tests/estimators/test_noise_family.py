@@ -318,3 +318,28 @@ def test_min_distance_decision_is_brute_force_bayes():
     assert not np.isin(inner, leaves).all()  # split posteriors retreat to a's node
     with pytest.raises(ValueError, match="decision must be one of"):
         lm.predict(L, decision="median")
+
+
+@pytest.mark.parametrize("estimator", ["tensor", "uws"])
+def test_moment_estimators_skip_declared_pairs(estimator):
+    # LF 4 copies LF 0: their pair looks noiseless. Declared, the moment estimators
+    # use only independent triplets: LF 0's E[d^2] is what they give without the
+    # copy (the truth, for the consistent tensor estimator).
+    rng = np.random.default_rng(13)
+    h = np.full((4, 24), 1 / 24)
+    table = vote_table(S4, [0.6, 0.8, 1.0, 0.7], 2, np.zeros(4), h)
+    L, _ = sample(S4, two_centers(), table, 30000, rng)
+    with_copy = np.column_stack([L, L[:, 0]])
+    truth = np.einsum("y,ayv,yv->a", two_centers(), table, S4.squared_distance_matrix)
+    kw = dict(estimator=estimator, seed=0)
+    if estimator == "uws":
+        kw["prior_support"] = np.array([0, 23])
+    dep = ss.StructuredLabelModel(S4, **kw).fit(with_copy, dependencies=[(0, 4)])
+    naive = ss.StructuredLabelModel(S4, **kw).fit(with_copy)
+    alone = ss.StructuredLabelModel(S4, **kw).fit(L)
+    np.testing.assert_allclose(
+        dep.expected_sq_dist_[:4], alone.expected_sq_dist_, atol=0.03
+    )
+    assert abs(naive.expected_sq_dist_[0] - alone.expected_sq_dist_[0]) > 0.3
+    if estimator == "tensor":
+        np.testing.assert_allclose(dep.expected_sq_dist_[:4], truth, rtol=0.05)
