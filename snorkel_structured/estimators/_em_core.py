@@ -323,6 +323,7 @@ class _Problem:
         self._dists: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._rows_cache: tuple[bytes, Any] = (b"", None)
         self._dists_cache: tuple[bytes, Any] = (b"", None)
+        self._table_cache: tuple[Any, Any] = (None, None)
 
     # -- rows of S and their value distributions -----------------------------------
     def rows(self, T: np.ndarray) -> np.ndarray:
@@ -371,13 +372,25 @@ class _Problem:
         Rows for abstain (v = -1) are 0. ``theta`` is (m,) or (m, k) (per label of T);
         ``eps`` (m,), when given, mixes in the outlier component.
         """
-        vals, logmult = self.dists(T)
-        W = _mix_outliers(
-            _log_table(self.rows(T), vals, logmult, theta), eps, self.log_h
-        )
+        W = self.tables(theta, T, eps)[1]
         if self.vote_weights is not None:
             W = W * self.vote_weights[:, None, None]
         return W.reshape(-1, T.size)
+
+    def tables(
+        self, theta: np.ndarray, T: np.ndarray, eps: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(log P_theta, log of the outlier mixture), (m, r + 1, k) each.
+
+        The E-step and the M-step of one EM step ask for the same parameters: the
+        last pair of tables is kept.
+        """
+        key = (theta.tobytes(), T.tobytes(), None if eps is None else eps.tobytes())
+        if self._table_cache[0] != key:
+            vals, logmult = self.dists(T)
+            W = _log_table(self.rows(T), vals, logmult, theta)
+            self._table_cache = (key, (W, _mix_outliers(W, eps, self.log_h)))
+        return self._table_cache[1]
 
     def clamp(self, G: np.ndarray, T: np.ndarray) -> np.ndarray:
         """Positions in T of the labeled rows' labels (-1 for unlabeled rows)."""
@@ -495,9 +508,7 @@ class _Problem:
         new_eps = None
         if eps is not None:
             assert theta is not None
-            vals, logmult = self.dists(T)
-            W = _log_table(self.rows(T), vals, logmult, theta)
-            mix = _mix_outliers(W, eps, self.log_h)
+            W, mix = self.tables(theta, T, eps)
             with np.errstate(invalid="ignore"):
                 rho = np.exp(np.log1p(-eps)[:, None, None] + W[:, 1:] - mix[:, 1:])
             rho = np.where(np.isfinite(rho), np.clip(rho, 0.0, 1.0), 1.0)

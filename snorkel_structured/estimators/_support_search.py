@@ -214,6 +214,9 @@ def prune_full_prior(
         in BIC (log-likelihood units) while the labels between the two sizes hold at
         least 5% of the prior.
     """
+    # A start may hold labels outside the candidates (the tensor start is not limited
+    # to the most-voted labels): they join the candidates.
+    C = np.union1d(C, np.concatenate([T for T, _, _ in starts]) if starts else C)
     full_starts = [(np.full(C.size, 1.0 / C.size), np.ones(prob.m))]
     for T, w, theta in starts:
         w_c = np.full(C.size, 0.1 / C.size)
