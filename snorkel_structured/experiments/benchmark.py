@@ -5,8 +5,9 @@ held-out rows with the task's metric (lower is better), also divided by the task
 normalizer (values in [0, 1]). Methods:
 
 - ``label model``: ``StructuredLabelModel(space, seed=seed, prior_support=...)`` (finite;
-  the task's ``prior_support``, or "auto") or ``ManifoldLabelModel(space)`` (manifold),
-  fitted on ``L_train`` alone;
+  the task's ``prior_support``, or "auto"; ``predict(decision="distance")``, the label of
+  least posterior expected distance, since the tasks score mean distances) or
+  ``ManifoldLabelModel(space)`` (manifold), fitted on ``L_train`` alone;
 - ``label model + 100 dev rows``: the same, given 100 training rows with their truth
   (``fit(L_train, Y_dev=..., L_dev=...)``, or ``X_dev`` on manifolds);
 - unweighted aggregators: ``majority`` (finite), ``Kemeny / median`` (the label
@@ -127,14 +128,16 @@ def _finite_methods(
     space, L_tr, L_te = task.space, task.L_train, task.L_test
     support = task.prior_support if task.prior_support is not None else "auto"
 
+    # The tasks score mean distances: the label of least posterior expected distance
+    # is the Bayes answer (``decision="distance"``), not the posterior's mode.
     def label_model() -> np.ndarray:
         lm = ss.StructuredLabelModel(space, seed=seed, prior_support=support)
-        return lm.fit(L_tr).predict(L_te, tie_break_policy="random")
+        return lm.fit(L_tr).predict(L_te, decision="distance")
 
     def label_model_dev() -> np.ndarray:
         lm = ss.StructuredLabelModel(space, seed=seed, prior_support=support)
         lm.fit(L_tr, Y_dev=task.Y_train[dev], L_dev=L_tr[dev])
-        return lm.predict(L_te, tie_break_policy="random")
+        return lm.predict(L_te, decision="distance")
 
     def voter(method: str) -> Callable[[], np.ndarray]:
         def run() -> np.ndarray:
