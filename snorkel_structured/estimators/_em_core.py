@@ -453,6 +453,21 @@ class _Problem:
         (a skewed prior, or LFs declared pure noise) gains nothing here, while one
         that predicts how LFs agree does.
         """
+        cond, counts, used = self.conditional_loglik_rows(log_w, theta, T, alpha, eps)
+        return float(counts @ cond), float(counts @ used)
+
+    def conditional_loglik_rows(
+        self,
+        log_w: np.ndarray,
+        theta: np.ndarray,
+        T: np.ndarray,
+        alpha: np.ndarray | None = None,
+        eps: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`conditional_loglik` per vote pattern: (value, count, counted), (u,) each.
+
+        Patterns that cannot count (fewer than two votes, or labeled) have value 0.
+        """
         k = T.size
         W = self.log_table(theta, T, eps).reshape(self.m, self.r + 1, k)
         per_lf = np.empty((self.u, self.m, k))
@@ -467,8 +482,9 @@ class _Problem:
         G = per_lf.sum(axis=1) + log_w[None, :]  # (u, k)
         n_votes = self.voted.sum(axis=1)
         rows = (n_votes >= 2) & ~self.labeled  # labeled rows are scored by their label
+        cond_all, used_all = np.zeros(self.u), np.zeros(self.u)
         if not rows.any():
-            return 0.0, 0.0
+            return cond_all, self.c, used_all
         Gr, Lr = G[rows], per_lf[rows]
         full = logsumexp(Gr, axis=1)  # (u',)
         rest = logsumexp(Gr[:, None, :] - Lr, axis=2)  # (u', m): a left out
@@ -477,9 +493,9 @@ class _Problem:
         # per row") instead of the label; their dependence on Y still enters through
         # the factor 1 - alpha of every vote.
         counted = self.voted[rows] & (n_votes[rows, None] >= 2)
-        cond = np.where(counted, full[:, None] - rest, 0.0).sum(axis=1)
-        used = counted.any(axis=1)
-        return float(self.c[rows] @ cond), float(self.c[rows] @ used)
+        cond_all[rows] = np.where(counted, full[:, None] - rest, 0.0).sum(axis=1)
+        used_all[rows] = counted.any(axis=1)
+        return cond_all, self.c, used_all
 
     def m_step_alpha(self, R: np.ndarray) -> np.ndarray:
         """P(abstain | Y = T_j) per LF, (m, k): posterior-weighted abstain rates.

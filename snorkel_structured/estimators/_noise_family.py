@@ -90,7 +90,7 @@ def shrink_theta(theta: np.ndarray, s: float) -> np.ndarray:
 
 def _labeled_score(
     prob: _Problem, fit: EMFit, theta: np.ndarray, T: np.ndarray
-) -> float:
+) -> tuple[np.ndarray, np.ndarray]:
     """Minus the sum over labeled rows of E[d(Y, label) | votes].
 
     The posterior's expected distance to the true label: a score in the space's
@@ -106,15 +106,38 @@ def _labeled_score(
     rows = np.flatnonzero(prob.labeled & (prob.c > 0))
     post = np.exp(G[rows] - logsumexp(G[rows], axis=1, keepdims=True))  # (u', k)
     d = np.sqrt(np.maximum(prob.sq.sq_rows(prob.lab[rows])[:, T], 0.0))
-    return -float(prob.c[rows] @ (post * d).sum(axis=1))
+    return -(post * d).sum(axis=1), prob.c[rows]
 
 
-def _score(prob: _Problem, fit: EMFit, theta: np.ndarray, T: np.ndarray) -> float:
+def _score(
+    prob: _Problem, fit: EMFit, theta: np.ndarray, T: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Held-out score per vote pattern, and the patterns' row counts: the sum of
+    their product is the score; their spread is its standard error."""
     if prob.labeled.any():
         return _labeled_score(prob, fit, theta, T)
-    return prob.conditional_loglik(
+    cond, counts, _ = prob.conditional_loglik_rows(
         np.log(np.maximum(fit.w, 1e-300)), theta, T, fit.alpha, fit.eps
-    )[0]
+    )
+    return cond, counts
+
+
+def _gain_se(
+    a: list[tuple[np.ndarray, np.ndarray]], b: list[tuple[np.ndarray, np.ndarray]]
+) -> float:
+    """Standard error of score(a) - score(b), from the per-row differences.
+
+    Both candidates are scored on the same rows (per half, the same patterns), so the
+    difference is a sum over rows of paired differences; its variance is the number
+    of rows times theirs.
+    """
+    d = np.concatenate([va - vb for (va, _), (vb, _) in zip(a, b, strict=True)])
+    c = np.concatenate([ca for _, ca in a])
+    n = float(c.sum())
+    if n <= 1.0:
+        return 0.0
+    mean = float(c @ d) / n
+    return float(np.sqrt(n / (n - 1.0) * (c @ (d - mean) ** 2)))
 
 
 def _fit(
@@ -197,18 +220,24 @@ def choose_family(
         th = shrink_theta(fit.theta, shrinkages[0])
         return FamilyChoice(p, o, shrinkages[0], omega, _with_theta(fit, th), prob, {})
     scores: dict[tuple[float, bool, float, float], float] = {}
+    per_row: dict[tuple[float, bool, float, float], list[Any]] = {}
     for p, o, omega in candidates:
         sq = _SqDists(S, p)
         fit_on = [_Problem(st, sq, weighted(lab, omega), vw) for st, lab in halves]
         score_on = [_Problem(st, sq, lab, vw) for st, lab in halves]
+        for j in (0, 1):
+            # An outlier vote is drawn from the LF's vote distribution as estimated
+            # on the fitting half: the held-out half's own would leak its votes.
+            score_on[j].log_h = fit_on[1 - j].log_h
         th0 = _start_theta(base, base_prob, p)
-        totals = np.zeros(len(shrinkages))
         for i in (0, 1):
             fit = _fit(fit_on[i], T, base, th0, o, fold_options)
-            for j, s in enumerate(shrinkages):
-                totals[j] += _score(score_on[1 - i], fit, shrink_theta(fit.theta, s), T)
-        for j, s in enumerate(shrinkages):
-            scores[(p, o, omega, s)] = float(totals[j])
+            for s in shrinkages:
+                per_row.setdefault((p, o, omega, s), []).append(
+                    _score(score_on[1 - i], fit, shrink_theta(fit.theta, s), T)
+                )
+    for key, parts in per_row.items():
+        scores[key] = float(sum(v @ c for v, c in parts))
 
     # The outlier component must pay half a nat per rate it adds: a held-out gain
     # smaller than that is noise of the halves, and the simpler family is kept.
@@ -218,7 +247,18 @@ def choose_family(
         p, o, omega, s = key
         return (scores[key] - 0.5 * base_prob.m * o, p, not o, -omega, -s)
 
-    p, o, omega, s = max(scores, key=rank)
+    best = max(scores, key=rank)
+    # Without labels, leaving the paper's family (p = 2, no outliers) must be worth
+    # more than the noise of the halves: a gain of two standard errors of the paired
+    # held-out difference. (With labeled rows the score is the expected distance to
+    # the truth, the quantity to minimize, and ~100 rows cannot show two standard
+    # errors: the best score is taken.)
+    paper = max((k for k in scores if k[0] == 2.0 and not k[1]), key=rank, default=None)
+    if labeled is None and paper is not None and best != paper:
+        gain = scores[best] - scores[paper]
+        if gain <= 2.0 * _gain_se(per_row[best], per_row[paper]):
+            best = paper
+    p, o, omega, s = best
     fit, prob = refit(p, o, omega)
     if omega != 1.0:  # the fitted problem, with the labeled rows counted once
         prob = _Problem(stats, _SqDists(S, p), labeled, vw)
