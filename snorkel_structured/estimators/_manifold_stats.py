@@ -10,7 +10,7 @@ import numpy as np
 from snorkel_structured._validation import check_manifold_outputs
 from snorkel_structured.spaces.manifolds import Hyperbolic, Sphere
 
-__all__ = ["ManifoldStats"]
+__all__ = ["LabeledManifoldStats", "ManifoldStats"]
 
 _CHUNK = (
     1 << 16
@@ -51,6 +51,14 @@ class ManifoldStats:
         Sum of ``cosh d`` (hyperbolic), ``cos d`` (sphere) or ``d^2`` (Euclidean).
     pair_sq_dist_sum, pair_sq_dist_sq_sum : ndarray of shape (n_lfs, n_lfs)
         Sums of ``d^2`` and of ``d^4`` (for the variance of the mean of ``d^2``).
+    pair_invariant_sq_sum : ndarray of shape (n_lfs, n_lfs)
+        Sum of the squared invariant (for the variance of its mean).
+
+    Notes
+    -----
+    With ``row_weights`` (see :meth:`from_outputs`) every sum is weighted by
+    ``w_ia * w_ib`` and ``pair_count`` holds the summed weights (floats): the robust
+    label model uses this to compute moments of the inlier component only.
     """
 
     space: Any
@@ -60,6 +68,7 @@ class ManifoldStats:
     pair_invariant_sum: np.ndarray
     pair_sq_dist_sum: np.ndarray
     pair_sq_dist_sq_sum: np.ndarray
+    pair_invariant_sq_sum: np.ndarray
 
     def __post_init__(self) -> None:
         for name in (
@@ -68,35 +77,69 @@ class ManifoldStats:
             "pair_invariant_sum",
             "pair_sq_dist_sum",
             "pair_sq_dist_sq_sum",
+            "pair_invariant_sq_sum",
         ):
             getattr(self, name).setflags(write=False)
 
     @classmethod
-    def from_outputs(cls, X: Any, space: Any, *, atol: float = 1e-6) -> ManifoldStats:
+    def from_outputs(
+        cls,
+        X: Any,
+        space: Any,
+        *,
+        atol: float = 1e-6,
+        row_weights: Any = None,
+    ) -> ManifoldStats:
         """Statistics of LF outputs ``X`` of shape (n_samples, n_lfs, ambient_dim).
 
         A row of NaN is an abstain. Points within ``atol`` of the manifold are projected;
         others raise ``ValueError`` (see ``check_manifold_outputs``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_lfs, ambient_dim)
+        space : Euclidean, Sphere or Hyperbolic
+        atol : float, default=1e-6
+        row_weights : array-like of shape (n_samples, n_lfs), optional
+            Non-negative weight of each vote (e.g. the probability that it is an
+            inlier); a pair's row enters with weight ``w_ia * w_ib``. Default 1.
         """
         X = check_manifold_outputs(X, space, name="X", atol=atol)
-        return cls._from_checked(X, space)
+        if row_weights is not None:
+            row_weights = np.asarray(row_weights, dtype=np.float64)
+            if row_weights.shape != X.shape[:2] or not np.all(
+                np.isfinite(row_weights) & (row_weights >= 0)
+            ):
+                raise ValueError(
+                    f"row_weights must be finite, non-negative, of shape {X.shape[:2]}; "
+                    f"got shape {row_weights.shape}."
+                )
+        return cls._from_checked(X, space, row_weights)
 
     @classmethod
-    def _from_checked(cls, X: np.ndarray, space: Any) -> ManifoldStats:
+    def _from_checked(
+        cls, X: np.ndarray, space: Any, row_weights: np.ndarray | None = None
+    ) -> ManifoldStats:
         n, m, _ = X.shape
         voted = ~np.isnan(X[..., 0])
         ia, ib = np.triu_indices(m, 1)
         cnt = np.zeros(len(ia))
         s_inv, s_d2, s_d4 = np.zeros(len(ia)), np.zeros(len(ia)), np.zeros(len(ia))
+        s_inv2 = np.zeros(len(ia))
         for start in range(0, n, _CHUNK):
             Xc, vc = X[start : start + _CHUNK], voted[start : start + _CHUNK]
-            both = vc[:, ia] & vc[:, ib]
-            inv, d2 = pair_invariant_and_sq_dist(space, Xc[:, ia], Xc[:, ib])
-            inv, d2 = np.where(both, inv, 0.0), np.where(both, d2, 0.0)
+            both = (vc[:, ia] & vc[:, ib]).astype(np.float64)
+            if row_weights is not None:
+                wc = row_weights[start : start + _CHUNK]
+                both = both * wc[:, ia] * wc[:, ib]
+            with np.errstate(invalid="ignore"):
+                inv, d2 = pair_invariant_and_sq_dist(space, Xc[:, ia], Xc[:, ib])
+            inv, d2 = np.where(both > 0, inv, 0.0), np.where(both > 0, d2, 0.0)
             cnt += both.sum(axis=0)
-            s_inv += inv.sum(axis=0)
-            s_d2 += d2.sum(axis=0)
-            s_d4 += np.einsum("ij,ij->j", d2, d2)
+            s_inv += np.einsum("ij,ij->j", both, inv)
+            s_inv2 += np.einsum("ij,ij,ij->j", both, inv, inv)
+            s_d2 += np.einsum("ij,ij->j", both, d2)
+            s_d4 += np.einsum("ij,ij,ij->j", both, d2, d2)
 
         def sym(v, diag=None):
             M = np.zeros((m, m))
@@ -106,15 +149,21 @@ class ManifoldStats:
                 M[np.arange(m), np.arange(m)] = diag
             return M
 
-        vote_count = voted.sum(axis=0).astype(np.int64)
+        if row_weights is None:
+            vote_count = voted.sum(axis=0).astype(np.int64)
+            pair_count = sym(np.rint(cnt), vote_count).astype(np.int64)
+        else:
+            vote_count = np.where(voted, row_weights, 0.0).sum(axis=0)
+            pair_count = sym(cnt, vote_count)
         return cls(
             space=space,
             n_samples=int(n),
             vote_count=vote_count,
-            pair_count=sym(cnt, vote_count).astype(np.int64),
+            pair_count=pair_count,
             pair_invariant_sum=sym(s_inv),
             pair_sq_dist_sum=sym(s_d2),
             pair_sq_dist_sq_sum=sym(s_d4),
+            pair_invariant_sq_sum=sym(s_inv2),
         )
 
     @property
@@ -143,6 +192,11 @@ class ManifoldStats:
         """Variance of d^2 per pair (plug-in), (n_lfs, n_lfs); NaN where undefined."""
         return self._mean(self.pair_sq_dist_sq_sum) - self.pair_sq_dist_mean**2
 
+    @property
+    def pair_invariant_var(self) -> np.ndarray:
+        """Variance of the invariant per pair (plug-in), (n_lfs, n_lfs)."""
+        return self._mean(self.pair_invariant_sq_sum) - self.pair_invariant_mean**2
+
     def __add__(self, other: object) -> ManifoldStats:
         if not isinstance(other, ManifoldStats):
             return NotImplemented
@@ -160,9 +214,128 @@ class ManifoldStats:
             pair_invariant_sum=self.pair_invariant_sum + other.pair_invariant_sum,
             pair_sq_dist_sum=self.pair_sq_dist_sum + other.pair_sq_dist_sum,
             pair_sq_dist_sq_sum=self.pair_sq_dist_sq_sum + other.pair_sq_dist_sq_sum,
+            pair_invariant_sq_sum=self.pair_invariant_sq_sum
+            + other.pair_invariant_sq_sum,
         )
 
     def __radd__(self, other: object) -> ManifoldStats:
+        if isinstance(other, int) and other == 0:
+            return self
+        return NotImplemented
+
+
+@dataclass(frozen=True, eq=False)
+class LabeledManifoldStats:
+    """Per-LF sums over labeled rows of the invariant and ``d^2`` to the true label.
+
+    Build with :meth:`from_outputs`; add with ``+``. These enter the triplet and pair
+    estimators as one extra equation per LF (see ``estimators.triplet``).
+
+    Attributes
+    ----------
+    space : Euclidean, Sphere or Hyperbolic
+    n_samples : int
+        Labeled rows seen.
+    count : ndarray of shape (n_lfs,)
+        Labeled rows where each LF voted (summed weights with ``row_weights``).
+    invariant_sum, invariant_sq_sum : ndarray of shape (n_lfs,)
+        Sums of the invariant (``cosh d``, ``cos d`` or ``d^2``) between the LF's output
+        and the label, and of its square.
+    sq_dist_sum, sq_dist_sq_sum : ndarray of shape (n_lfs,)
+        Sums of ``d^2`` and ``d^4`` to the label.
+    """
+
+    space: Any
+    n_samples: int
+    count: np.ndarray
+    invariant_sum: np.ndarray
+    invariant_sq_sum: np.ndarray
+    sq_dist_sum: np.ndarray
+    sq_dist_sq_sum: np.ndarray
+
+    def __post_init__(self) -> None:
+        for name in (
+            "count",
+            "invariant_sum",
+            "invariant_sq_sum",
+            "sq_dist_sum",
+            "sq_dist_sq_sum",
+        ):
+            getattr(self, name).setflags(write=False)
+
+    @classmethod
+    def _from_checked(
+        cls,
+        X: np.ndarray,
+        Y: np.ndarray,
+        space: Any,
+        row_weights: np.ndarray | None = None,
+    ) -> LabeledManifoldStats:
+        """X (n, m, D) checked LF outputs, Y (n, D) checked labels."""
+        voted = ~np.isnan(X[..., 0])
+        w = voted.astype(np.float64)
+        if row_weights is not None:
+            w = w * row_weights
+        with np.errstate(invalid="ignore"):
+            inv, d2 = pair_invariant_and_sq_dist(space, X, Y[:, None, :])
+        inv, d2 = np.where(w > 0, inv, 0.0), np.where(w > 0, d2, 0.0)
+        return cls(
+            space=space,
+            n_samples=int(X.shape[0]),
+            count=w.sum(axis=0),
+            invariant_sum=(w * inv).sum(axis=0),
+            invariant_sq_sum=(w * inv * inv).sum(axis=0),
+            sq_dist_sum=(w * d2).sum(axis=0),
+            sq_dist_sq_sum=(w * d2 * d2).sum(axis=0),
+        )
+
+    @property
+    def n_lfs(self) -> int:
+        """Number of labeling functions."""
+        return int(self.count.shape[0])
+
+    def _mean(self, total: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.count > 0, total / self.count, np.nan)
+
+    @property
+    def invariant_mean(self) -> np.ndarray:
+        """Mean invariant to the label per LF, (n_lfs,); NaN without labeled votes."""
+        return self._mean(self.invariant_sum)
+
+    @property
+    def invariant_var(self) -> np.ndarray:
+        """Plug-in variance of the invariant per LF, (n_lfs,)."""
+        return self._mean(self.invariant_sq_sum) - self.invariant_mean**2
+
+    @property
+    def sq_dist_mean(self) -> np.ndarray:
+        """Mean squared distance to the label per LF, (n_lfs,)."""
+        return self._mean(self.sq_dist_sum)
+
+    @property
+    def sq_dist_var(self) -> np.ndarray:
+        """Plug-in variance of ``d^2`` to the label per LF, (n_lfs,)."""
+        return self._mean(self.sq_dist_sq_sum) - self.sq_dist_mean**2
+
+    def __add__(self, other: object) -> LabeledManifoldStats:
+        if not isinstance(other, LabeledManifoldStats):
+            return NotImplemented
+        if other.space != self.space or other.n_lfs != self.n_lfs:
+            raise ValueError(
+                "Cannot add LabeledManifoldStats of different spaces or numbers of LFs."
+            )
+        return LabeledManifoldStats(
+            space=self.space,
+            n_samples=self.n_samples + other.n_samples,
+            count=self.count + other.count,
+            invariant_sum=self.invariant_sum + other.invariant_sum,
+            invariant_sq_sum=self.invariant_sq_sum + other.invariant_sq_sum,
+            sq_dist_sum=self.sq_dist_sum + other.sq_dist_sum,
+            sq_dist_sq_sum=self.sq_dist_sq_sum + other.sq_dist_sq_sum,
+        )
+
+    def __radd__(self, other: object) -> LabeledManifoldStats:
         if isinstance(other, int) and other == 0:
             return self
         return NotImplemented

@@ -26,6 +26,18 @@ Three estimators, all functions of :class:`ManifoldStats` (never of the true lab
     ``n_ab / Var d^2_ab``), started from the triplet estimate. ``d^2`` has Gaussian-like
     tails, so the estimate has far smaller variance.
 
+Declared dependencies and labeled rows (all three estimators)
+    ``dependencies`` lists LF pairs whose errors are not independent: their pairwise
+    statistics do not obey the invariant (a dependent pair's ``E d^2(la, lb)`` is
+    smaller than ``e_a + e_b``), so those pairs are left out. An LF that is no longer
+    identified by the remaining pairs (it needs an odd cycle, e.g. a triangle, of
+    mutually independent LFs in its component of the pair graph, or labeled rows) is
+    estimated with its dependent pairs put back, with an ``IdentifiabilityWarning``.
+    ``dev`` (:class:`LabeledManifoldStats`) adds one equation per LF, the observed
+    invariant (or ``d^2``) to the true label, and the whole system is then solved by
+    weighted least squares with inverse-variance weights, so labeled and unlabeled
+    rows count by how much they tell.
+
 ``uws_estimate``
     The UWS baseline (Shin et al. 2022): squared distances treated as additive, see
     :func:`snorkel_structured.estimators.uws.uws_expected_sq_dist`. Biased on curved
@@ -41,12 +53,16 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
-from snorkel_structured.estimators._manifold_stats import ManifoldStats
+from snorkel_structured.estimators._manifold_stats import (
+    LabeledManifoldStats,
+    ManifoldStats,
+)
 from snorkel_structured.estimators.uws import uws_expected_sq_dist
 from snorkel_structured.exceptions import IdentifiabilityWarning
 
 __all__ = [
     "ManifoldEstimate",
+    "unidentified_lfs",
     "pair_sq_dist_estimate",
     "triplet_estimate",
     "uws_estimate",
@@ -68,15 +84,22 @@ class ManifoldEstimate:
         ``E cosh d`` / ``E cos d`` / ``E d^2`` implied by ``noise_scale``.
     pairs_used : ndarray of shape (n_pairs, 2)
         LF pairs that entered the fit.
+    log_sq_dist_var : ndarray of shape (n_lfs,)
+        Estimated sampling variance of ``log expected_sq_dist`` (delta method through
+        the least-squares solution; ``inf`` where an LF sits at the edge of the range
+        or could not be assessed). Used to shrink combination weights.
     """
 
     noise_scale: np.ndarray
     expected_sq_dist: np.ndarray
     expected_invariant: np.ndarray
     pairs_used: np.ndarray
+    log_sq_dist_var: np.ndarray | None = None
 
 
-def _estimate(noise: Any, scale: np.ndarray, pairs: np.ndarray) -> ManifoldEstimate:
+def _estimate(
+    noise: Any, scale: np.ndarray, pairs: np.ndarray, log_var: Any = None
+) -> ManifoldEstimate:
     """The estimate for fitted noise parameters: scale and the two moments it implies."""
     return ManifoldEstimate(
         noise_scale=scale,
@@ -85,10 +108,69 @@ def _estimate(noise: Any, scale: np.ndarray, pairs: np.ndarray) -> ManifoldEstim
             noise.expected_invariant(scale), dtype=np.float64
         ),
         pairs_used=pairs,
+        log_sq_dist_var=(
+            np.full(scale.shape, np.inf)
+            if log_var is None
+            else np.asarray(log_var, dtype=np.float64)
+        ),
     )
 
 
-def _usable_pairs(stats: ManifoldStats, min_overlap: int, extra_ok=None) -> np.ndarray:
+def _design(pairs: np.ndarray, m: int, dev_lfs: np.ndarray | None = None) -> np.ndarray:
+    """Rows ``e_a + e_b`` per pair, then one row ``e_a`` per LF with labeled rows."""
+    D = np.zeros((len(pairs), m))
+    D[np.arange(len(pairs)), pairs[:, 0]] = 1.0
+    D[np.arange(len(pairs)), pairs[:, 1]] = 1.0
+    if dev_lfs is not None and len(dev_lfs):
+        E = np.zeros((len(dev_lfs), m))
+        E[np.arange(len(dev_lfs)), dev_lfs] = 1.0
+        D = np.vstack([D, E])
+    return D
+
+
+def unidentified_lfs(
+    pairs: np.ndarray, n_lfs: int, dev_lfs: np.ndarray | None = None
+) -> np.ndarray:
+    """Boolean (n_lfs,): LFs the equations ``pairs`` (and labeled rows) do not pin down.
+
+    An LF is identified when every null vector of the design matrix vanishes on it:
+    its component of the pair graph has an odd cycle (e.g. a triangle of mutually
+    independent LFs) or an LF with labeled rows.
+    """
+    D = _design(np.asarray(pairs, dtype=int).reshape(-1, 2), n_lfs, dev_lfs)
+    if D.shape[0] == 0:
+        return np.ones(n_lfs, dtype=bool)
+    _, sv, vt = np.linalg.svd(D)
+    rank = int((sv > 1e-9 * max(1.0, sv.max())).sum())
+    null = vt[rank:]
+    return (np.abs(null) > 1e-8).any(axis=0)
+
+
+def _dependent_mask(pairs: np.ndarray, dependencies: Any) -> np.ndarray:
+    """True for rows of ``pairs`` that are declared dependent (either order)."""
+    if dependencies is None or len(dependencies) == 0 or len(pairs) == 0:
+        return np.zeros(len(pairs), dtype=bool)
+    dep = np.sort(np.asarray(dependencies, dtype=int).reshape(-1, 2), axis=1)
+    p = np.sort(pairs, axis=1)
+    return (p[:, None, :] == dep[None, :, :]).all(axis=-1).any(axis=1)
+
+
+def _warn_unidentified(bad: np.ndarray) -> None:
+    lfs = np.flatnonzero(bad).tolist()
+    warnings.warn(
+        f"After leaving out the declared dependent pairs, LF(s) {lfs} are in no odd "
+        "cycle (e.g. a triangle) of mutually independent LFs and have no labeled rows, "
+        "so the data cannot identify them; they are estimated with their dependent "
+        "pairs put back (biased towards too small an error). Add an independent LF or "
+        "labeled rows (X_dev, Y_dev).",
+        IdentifiabilityWarning,
+        stacklevel=3,
+    )
+
+
+def _usable_pairs(
+    stats: ManifoldStats, min_overlap: int, extra_ok=None, dev_lfs=None
+) -> np.ndarray:
     m = stats.n_lfs
     ia, ib = np.triu_indices(m, 1)
     ok = stats.pair_count[ia, ib] >= min_overlap
@@ -104,10 +186,8 @@ def _usable_pairs(stats: ManifoldStats, min_overlap: int, extra_ok=None) -> np.n
     if extra_ok is not None:
         ok &= extra_ok(ia, ib)
     pairs = np.stack([ia[ok], ib[ok]], axis=1)
-    design = np.zeros((len(pairs), m))
-    design[np.arange(len(pairs)), pairs[:, 0]] = 1.0
-    design[np.arange(len(pairs)), pairs[:, 1]] = 1.0
-    if len(pairs) == 0 or np.linalg.matrix_rank(design) < m:
+    design = _design(pairs, m, dev_lfs)
+    if len(design) == 0 or np.linalg.matrix_rank(design) < m:
         partners = (
             np.bincount(pairs.ravel(), minlength=m) if len(pairs) else np.zeros(m)
         )
@@ -170,8 +250,57 @@ def _finish(noise, invariant, pairs, what="invariant"):
     return _estimate(noise, scale, pairs)
 
 
+def _log_sq_dist_var(noise, z, z_var, log_space, lo_v, hi_v):
+    """Delta-method variance of log E d^2 from the variance of the solved invariant.
+
+    A symmetric difference over one standard deviation of ``z`` (the solved log
+    invariant, or ``E d^2`` itself on Euclidean space), each end clipped into the
+    family's range: an LF near the edge of the range gets the (large) variance of its
+    one-sided uncertainty, not the zero slope of the clip.
+    """
+    sd = np.sqrt(np.maximum(z_var, 0.0))
+    out = np.where(np.isfinite(sd), 0.0, np.inf)
+    ok = np.isfinite(sd) & (sd > 0)
+    if not ok.any():
+        return out
+    upper = hi_v - 1e-9 * max(1.0, abs(hi_v)) if np.isfinite(hi_v) else np.inf
+    lower = lo_v + 1e-9 * max(1.0, abs(lo_v))
+    ends = []
+    for zz in (z[ok] + sd[ok], z[ok] - sd[ok]):
+        v = np.clip(np.exp(zz) if log_space else zz, lower, upper)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                ends.append(
+                    np.log(noise.expected_sq_dist(noise.scale_from_invariant(v)))
+                )
+            except ValueError:
+                return np.where(ok, np.inf, out)
+    out[ok] = (0.5 * (ends[0] - ends[1])) ** 2
+    return out
+
+
+def _solve(design, y, var, weighted):
+    """(Weighted) least squares with the sandwich covariance of the solution."""
+    var = np.where(np.isfinite(var) & (var > 0), var, np.nan)
+    fallback = np.nanmedian(var) if np.isfinite(var).any() else 1.0
+    var = np.where(np.isnan(var), fallback, var)
+    w = 1.0 / var if weighted else np.ones_like(var)
+    sw = np.sqrt(w)
+    A = design * sw[:, None]
+    sol = np.linalg.lstsq(A, y * sw, rcond=None)[0]
+    pinv = np.linalg.pinv(A)  # (m, rows): sol = pinv @ (sw * y)
+    cov = (pinv * (sw * var * sw)[None, :]) @ pinv.T
+    return sol, np.diag(cov)
+
+
 def triplet_estimate(
-    stats: ManifoldStats, noise: Any, *, min_overlap: int = 10
+    stats: ManifoldStats,
+    noise: Any,
+    *,
+    min_overlap: int = 10,
+    dependencies: Any = None,
+    dev: LabeledManifoldStats | None = None,
 ) -> ManifoldEstimate:
     """Law-of-cosines invariant, least squares over every observed LF pair.
 
@@ -184,6 +313,12 @@ def triplet_estimate(
         ``stats.space``.
     min_overlap : int, default=10
         Pairs that co-voted on fewer rows are ignored (with a warning).
+    dependencies : array-like of shape (n_dependencies, 2), optional
+        LF pairs declared dependent; they are left out of the system (see the module
+        docstring).
+    dev : LabeledManifoldStats, optional
+        Sums over labeled rows; adds one equation per LF and switches to
+        inverse-variance weighted least squares.
 
     Returns
     -------
@@ -198,20 +333,24 @@ def triplet_estimate(
     -----
     IdentifiabilityWarning
         When a pair's invariant or an LF's estimate is outside the model's range
-        (e.g. ``E cos d <= 0`` on the sphere, ``A_a < 1`` on hyperbolic space).
+        (e.g. ``E cos d <= 0`` on the sphere, ``A_a < 1`` on hyperbolic space), or when
+        an LF is identified only through a declared dependent pair.
     """
     C = stats.pair_invariant_mean
+    V = stats.pair_invariant_var
     kind = noise.invariant_name
+    m = stats.n_lfs
+    dev_lfs = np.zeros(0, dtype=int)
+    if dev is not None:
+        dev_lfs = np.flatnonzero(dev.count >= 2)
     if kind == "sq_dist":
-        pairs = _usable_pairs(stats, min_overlap)
-        y = C[pairs[:, 0], pairs[:, 1]]
+        pairs = _usable_pairs(stats, min_overlap, dev_lfs=dev_lfs)
+        cab = C[pairs[:, 0], pairs[:, 1]]
+        y = cab
+        var = V[pairs[:, 0], pairs[:, 1]] / stats.pair_count[pairs[:, 0], pairs[:, 1]]
         log_space = False
     else:
-        nonpos = (
-            (stats.pair_count >= min_overlap)
-            & ~(C > 0)
-            & ~np.eye(stats.n_lfs, dtype=bool)
-        )
+        nonpos = (stats.pair_count >= min_overlap) & ~(C > 0) & ~np.eye(m, dtype=bool)
         if nonpos.any():
             a, b = (int(v) for v in np.argwhere(nonpos)[0])
             warnings.warn(
@@ -220,38 +359,94 @@ def triplet_estimate(
                 IdentifiabilityWarning,
                 stacklevel=2,
             )
-        pairs = _usable_pairs(stats, min_overlap, lambda ia, ib: C[ia, ib] > 0)
-        y = np.log(C[pairs[:, 0], pairs[:, 1]])
+        pairs = _usable_pairs(
+            stats, min_overlap, lambda ia, ib: C[ia, ib] > 0, dev_lfs=dev_lfs
+        )
+        cab = C[pairs[:, 0], pairs[:, 1]]
+        y = np.log(cab)
+        var = V[pairs[:, 0], pairs[:, 1]] / (
+            stats.pair_count[pairs[:, 0], pairs[:, 1]] * cab**2
+        )
         log_space = True
-    m = stats.n_lfs
-    design = np.zeros((len(pairs), m))
-    design[np.arange(len(pairs)), pairs[:, 0]] = 1.0
-    design[np.arange(len(pairs)), pairs[:, 1]] = 1.0
-    sol = np.linalg.lstsq(design, y, rcond=None)[0]
+    dev_y = np.zeros(0)
+    dev_var = np.zeros(0)
+    if len(dev_lfs):
+        mean = dev.invariant_mean[dev_lfs]
+        v = dev.invariant_var[dev_lfs] / dev.count[dev_lfs]
+        if log_space:
+            good = mean > 0
+            dev_lfs, mean, v = dev_lfs[good], mean[good], v[good]
+            dev_y, dev_var = np.log(mean), v / mean**2
+        else:
+            dev_y, dev_var = mean, v
+        # an LF exact on every labeled row has zero plug-in variance: floor it
+        dev_var = np.maximum(dev_var, 1e-12)
+    weighted = len(dev_lfs) > 0
+    dep = _dependent_mask(pairs, dependencies)
+    reduced = pairs[~dep]
+    bad = unidentified_lfs(reduced, m, dev_lfs)
+    design = _design(reduced, m, dev_lfs)
+    yy = np.r_[y[~dep], dev_y]
+    vv = np.r_[var[~dep], dev_var]
+    if len(yy):
+        sol, sol_var = _solve(design, yy, vv, weighted)
+    else:
+        sol, sol_var = np.zeros(m), np.full(m, np.inf)
+    if bad.any():
+        _warn_unidentified(bad)
+        full_sol, full_var = _solve(
+            _design(pairs, m, dev_lfs), np.r_[y, dev_y], np.r_[var, dev_var], weighted
+        )
+        sol = np.where(bad, full_sol, sol)
+        sol_var = np.where(bad, full_var, sol_var)
     invariant = np.exp(sol) if log_space else sol
-    return _finish(noise, invariant, pairs)
+    est = _finish(noise, invariant, reduced if not bad.any() else pairs)
+    forward = noise.expected_invariant
+    _, _, f_small, f_large = _range(noise, forward)
+    lo_v, hi_v = min(f_small, f_large), max(f_small, f_large)
+    log_var = _log_sq_dist_var(noise, sol, sol_var, log_space, lo_v, hi_v)
+    return ManifoldEstimate(
+        noise_scale=est.noise_scale,
+        expected_sq_dist=est.expected_sq_dist,
+        expected_invariant=est.expected_invariant,
+        pairs_used=est.pairs_used,
+        log_sq_dist_var=log_var,
+    )
 
 
 def uws_estimate(
-    stats: ManifoldStats, noise: Any, *, min_overlap: int = 10
+    stats: ManifoldStats,
+    noise: Any,
+    *,
+    min_overlap: int = 10,
+    dependencies: Any = None,
 ) -> ManifoldEstimate:
     """UWS baseline: additive squared distances, median over triplets.
 
     Parameters and returns as :func:`triplet_estimate`; pairs with fewer than
-    ``min_overlap`` co-voted rows count as unobserved.
+    ``min_overlap`` co-voted rows count as unobserved, and so do declared dependent
+    pairs (an LF left in no triplet then falls back to all pairs, with a warning).
+    Labeled rows are not used by this baseline.
     """
     pairs = _usable_pairs(stats, min_overlap)
     M = np.full((stats.n_lfs, stats.n_lfs), np.nan)
     M[pairs[:, 0], pairs[:, 1]] = stats.pair_sq_dist_mean[pairs[:, 0], pairs[:, 1]]
     M[pairs[:, 1], pairs[:, 0]] = M[pairs[:, 0], pairs[:, 1]]
-    s = uws_expected_sq_dist(M)
+    dep = _dependent_mask(pairs, dependencies)
+    M_red = M.copy()
+    M_red[pairs[dep, 0], pairs[dep, 1]] = np.nan
+    M_red[pairs[dep, 1], pairs[dep, 0]] = np.nan
+    s = uws_expected_sq_dist(M_red)
+    if dep.any() and np.isnan(s).any():
+        _warn_unidentified(np.isnan(s))
+        s = np.where(np.isnan(s), uws_expected_sq_dist(M), s)
     if np.isnan(s).any():
         a = int(np.flatnonzero(np.isnan(s))[0])
         raise ValueError(
             f"Too few overlapping rows: LF {a} is in no fully observed triplet of LFs, "
             "which UWS needs. Add data or LFs, or lower min_overlap."
         )
-    return _finish(noise, s, pairs, what="expected_sq_dist")
+    return _finish(noise, s, pairs[~dep], what="expected_sq_dist")
 
 
 def pair_sq_dist_estimate(
@@ -260,6 +455,8 @@ def pair_sq_dist_estimate(
     *,
     min_overlap: int = 10,
     init: ManifoldEstimate | None = None,
+    dependencies: Any = None,
+    dev: LabeledManifoldStats | None = None,
 ) -> ManifoldEstimate:
     """Lower-variance estimator: fit the exact two-parameter map of E d^2(la, lb).
 
@@ -271,47 +468,85 @@ def pair_sq_dist_estimate(
 
     Parameters
     ----------
-    stats, noise, min_overlap
-        As in :func:`triplet_estimate`.
+    stats, noise, min_overlap, dependencies, dev
+        As in :func:`triplet_estimate`; with ``dev`` each LF's mean ``d^2`` to the true
+        label adds the term ``n_a / v_a (M_a - E d^2(p_a))^2``.
     init : ManifoldEstimate, optional
         Starting point.
 
     Returns
     -------
     estimate : ManifoldEstimate
+        ``log_sq_dist_var`` is that of the starting triplet estimate.
     """
-    pairs = _usable_pairs(stats, min_overlap)
+    dev_lfs = np.zeros(0, dtype=int) if dev is None else np.flatnonzero(dev.count >= 2)
+    pairs = _usable_pairs(stats, min_overlap, dev_lfs=dev_lfs)
     if init is None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", IdentifiabilityWarning)
             try:
-                init = triplet_estimate(stats, noise, min_overlap=min_overlap)
+                init = triplet_estimate(
+                    stats,
+                    noise,
+                    min_overlap=min_overlap,
+                    dependencies=dependencies,
+                    dev=dev,
+                )
             except ValueError:
-                init = uws_estimate(stats, noise, min_overlap=min_overlap)
+                init = uws_estimate(
+                    stats, noise, min_overlap=min_overlap, dependencies=dependencies
+                )
+    dep = _dependent_mask(pairs, dependencies)
+    bad = unidentified_lfs(pairs[~dep], stats.n_lfs, dev_lfs)
+    scale = _pair_fit(stats, noise, pairs[~dep], init, dev, dev_lfs)
+    if bad.any():
+        _warn_unidentified(bad)
+        scale = np.where(bad, _pair_fit(stats, noise, pairs, init, dev, dev_lfs), scale)
+    return _estimate(noise, scale, pairs[~dep], init.log_sq_dist_var)
+
+
+def _pair_fit(stats, noise, pairs, init, dev, dev_lfs):
     ia, ib = pairs[:, 0], pairs[:, 1]
     target = stats.pair_sq_dist_mean[ia, ib]
     var = np.maximum(
         stats.pair_sq_dist_var[ia, ib], 1e-12 * np.maximum(target, 1e-12) ** 2
     )
     wsqrt = np.sqrt(stats.pair_count[ia, ib] / var)
+    if len(dev_lfs):
+        dev_target = dev.sq_dist_mean[dev_lfs]
+        dev_var = np.maximum(
+            dev.sq_dist_var[dev_lfs], 1e-12 * np.maximum(dev_target, 1e-12) ** 2
+        )
+        dev_wsqrt = np.sqrt(dev.count[dev_lfs] / dev_var)
     lo, hi = noise.scale_bounds
     t_lo = np.log(max(lo, 1e-8))
     t_hi = np.log(hi) if np.isfinite(hi) else np.log(1e8)
     x0 = np.clip(np.log(init.noise_scale), t_lo + 1e-6, t_hi - 1e-6)
     h = 1e-6
+    n_p = len(ia)
 
     def resid(t):
         s = np.exp(t)
-        return wsqrt * (noise.pair_expected_sq_dist(s[ia], s[ib]) - target)
+        r = wsqrt * (noise.pair_expected_sq_dist(s[ia], s[ib]) - target)
+        if len(dev_lfs):
+            e = noise.expected_sq_dist(s[dev_lfs])
+            r = np.r_[r, dev_wsqrt * (e - dev_target)]
+        return r
 
     def jac(t):
         s = np.exp(t)
         base = noise.pair_expected_sq_dist(s[ia], s[ib])
         da = (noise.pair_expected_sq_dist(s[ia] * np.exp(h), s[ib]) - base) / h
         db = (noise.pair_expected_sq_dist(s[ia], s[ib] * np.exp(h)) - base) / h
-        J = np.zeros((len(ia), len(t)))
-        J[np.arange(len(ia)), ia] += wsqrt * da
-        J[np.arange(len(ia)), ib] += wsqrt * db
+        J = np.zeros((n_p + len(dev_lfs), len(t)))
+        J[np.arange(n_p), ia] += wsqrt * da
+        J[np.arange(n_p), ib] += wsqrt * db
+        if len(dev_lfs):
+            sd = s[dev_lfs]
+            de = (
+                noise.expected_sq_dist(sd * np.exp(h)) - noise.expected_sq_dist(sd)
+            ) / h
+            J[n_p + np.arange(len(dev_lfs)), dev_lfs] = dev_wsqrt * de
         return J
 
     res = optimize.least_squares(
@@ -332,6 +567,6 @@ def pair_sq_dist_estimate(
             f"The pairwise squared-distance fit put LF {a}'s {noise.parameter_name} at "
             f"the edge of its range ({scale[a]!r}); the data do not pin it down.",
             IdentifiabilityWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
-    return _estimate(noise, scale, pairs)
+    return scale

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from collections.abc import Iterator
+import warnings
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -18,14 +20,34 @@ from snorkel_structured._persistence import PersistenceMixin
 from snorkel_structured._validation import (
     check_is_fitted,
     check_manifold_outputs,
+    check_points,
     check_scalar,
+    check_seed,
 )
-from snorkel_structured.estimators._manifold_stats import ManifoldStats
+from snorkel_structured.estimators._manifold_stats import (
+    LabeledManifoldStats,
+    ManifoldStats,
+)
+from snorkel_structured.estimators.robust_manifold import (
+    fit_background,
+    heldout_loglik,
+    inlier_floor,
+    outlier_screen,
+    robust_em,
+    robust_frechet_mean,
+    robust_responsibilities,
+    split_group_weights,
+)
 from snorkel_structured.estimators.triplet import (
     pair_sq_dist_estimate,
     triplet_estimate,
     uws_estimate,
 )
+from snorkel_structured.label_model._dependency_groups import (
+    check_dependencies,
+    dependency_groups,
+)
+from snorkel_structured.label_model._manifold_helpers import eb_shrink
 from snorkel_structured.noise.manifold import make_noise
 from snorkel_structured.spaces.manifolds import Euclidean, Hyperbolic, Sphere
 
@@ -33,6 +55,22 @@ __all__ = ["ManifoldLabelModel"]
 
 ESTIMATORS = ("triplet", "pair_sq_dist", "uws")
 WEIGHTINGS = ("inverse_variance", "beta_squared")
+ROBUST = ("auto", True, False)
+# The robust fit iterates over the raw rows: beyond this many it uses a seeded sample.
+ROBUST_MAX_ROWS = 50_000
+# The held-out choice fits the robust model twice (once per fold) on at most this many
+# rows in all, with fewer EM iterations: it only has to rank two models.
+SELECT_MAX_ROWS = 10_000
+SELECT_MAX_ITER = 8
+# The held-out comparison runs only when the plain model's far-out votes (beyond its
+# 1 - SCREEN_LEVEL predictive quantile) are more than chance at this p-value.
+SCREEN_LEVEL = 1e-3
+# On the sphere and hyperbolic space "auto" considers the robust family only while every
+# LF's plain E d^2 per dimension stays below this (squared curvature radii).
+MAX_CURVED_VARIANCE = 1.0
+# Weight exponents p (w_a ∝ E d^2_a^-p) a labeled dev set chooses among: 0 is the
+# unweighted Frechet mean, 1 inverse variance, 2 the paper's beta^2, 4 nearly the best LF.
+DEV_EXPONENTS = (0.0, 0.5, 1.0, 2.0, 4.0)
 
 
 def _as_outputs(chunk: Any, space: Any) -> np.ndarray:
@@ -60,13 +98,66 @@ def _chunk_stats(
     return ManifoldStats._from_checked(X, space)
 
 
+def _check_dependencies(dependencies: Any, n_lfs: int) -> np.ndarray:
+    """Declared pairs as an (n_dependencies, 2) int array, a < b (shared validator)."""
+    if dependencies is not None and not isinstance(dependencies, Iterable):
+        raise ValueError(
+            "dependencies must be pairs of LF indices like [(0, 1), (2, 3)]; got "
+            f"{dependencies!r}."
+        )
+    pairs = check_dependencies(dependencies, n_lfs)
+    return np.array(pairs, dtype=np.int64).reshape(-1, 2)
+
+
+def _floored(est: Any, noise: Any, e_min: float) -> Any:
+    """``est`` with every ``E d^2`` below ``e_min`` raised to it (robust inliers).
+
+    A floored LF's ``log_sq_dist_var`` is set to 0: the floor is a bound, not an
+    estimate, so shrinkage leaves it (and the ties among floored LFs) alone.
+    """
+    low = est.expected_sq_dist < e_min
+    if not low.any():
+        return est
+    e = np.where(low, e_min, est.expected_sq_dist)
+    scale = np.where(low, noise.scale_from_expected_sq_dist(e), est.noise_scale)
+    return dataclasses.replace(
+        est,
+        noise_scale=scale,
+        expected_sq_dist=e,
+        expected_invariant=np.asarray(noise.expected_invariant(scale), dtype=float),
+        log_sq_dist_var=np.where(low, 0.0, est.log_sq_dist_var),
+    )
+
+
 def _predict_block(
-    chunk: Any, *, space: Any, atol: float, n_lfs: int, weights: np.ndarray
+    chunk: Any,
+    *,
+    space: Any,
+    atol: float,
+    n_lfs: int,
+    weights: np.ndarray,
+    groups: np.ndarray,
+    robust: dict | None,
 ) -> np.ndarray:
     X = check_manifold_outputs(
         _as_outputs(chunk, space), space, name="X", atol=atol, n_lfs=n_lfs
     )
-    return space.frechet_mean(X, weights)
+    return _combine(space, X, weights, groups, robust)[0]
+
+
+def _combine(
+    space: Any,
+    X: np.ndarray,
+    weights: np.ndarray,
+    groups: np.ndarray,
+    robust: dict | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(pseudolabels, responsibilities) of checked outputs under one model variant."""
+    voted = ~np.isnan(X[..., 0])
+    if robust is None:
+        w = split_group_weights(np.broadcast_to(weights, voted.shape), voted, groups)
+        return space.frechet_mean(X, w), voted.astype(np.float64)
+    return robust_frechet_mean(space, X, weights=weights, groups=groups, **robust)
 
 
 class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
@@ -88,13 +179,31 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
     weighting : {"inverse_variance", "beta_squared"}, default="inverse_variance"
         Combination weights for the pseudolabels: ``w_a ∝ 1 / E d^2(la, y)``, or the
         paper's ``beta_a^2`` with ``beta`` minimizing ``sum beta_a^2 E d^2_a`` subject to
-        ``sum beta_a = 1`` (so ``w_a ∝ 1 / (E d^2_a)^2``).
+        ``sum beta_a = 1`` (so ``w_a ∝ 1 / (E d^2_a)^2``). With a dev set the exponent is
+        chosen among ``DEV_EXPONENTS`` instead.
+    robust : {"auto", True, False}, default="auto"
+        Outlier component per LF: with probability ``eps_a`` (``outlier_rate_``) a vote
+        is unrelated to the label, and pseudolabels are robust Frechet means that
+        down-weight a vote far from the row's other votes (see
+        :mod:`snorkel_structured.estimators.robust_manifold`). ``"auto"`` chooses
+        between the plain and the robust model by held-out predictive likelihood (two
+        folds of rows split with ``seed``), or by the dev-set error when ``X_dev`` is
+        given; ``True`` / ``False`` force it. With ``estimator="uws"`` (a baseline)
+        ``"auto"`` keeps the plain model. The held-out comparison runs only when the
+        plain model's far-out votes are more than chance (a one-pass screen, see
+        ``outlier_screen``), so plain data cost one extra pass.
+    shrinkage : "auto" or float in [0, 1], default="auto"
+        Shrinks ``log E d^2`` towards a common value before forming weights: ``"auto"``
+        is empirical Bayes with each LF's estimation variance (no evidence that LFs
+        differ gives equal weights); a float ``k`` keeps ``1 - k`` of every deviation
+        (0: none, 1: equal weights).
     min_overlap : int, default=10
         LF pairs that co-voted on fewer rows are ignored.
     atol : float, default=1e-6
         Points within ``atol`` of the manifold are projected; farther ones raise.
     seed : None, int or numpy.random.Generator, default=None
-        Kept for the common estimator contract; fitting is deterministic.
+        Splits rows for the held-out choice and draws the rows of the robust fit when
+        there are more than ``ROBUST_MAX_ROWS``. An int gives identical refits.
 
     Attributes
     ----------
@@ -102,12 +211,35 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
         Accumulated sufficient statistics (``partial_fit`` adds to them).
     noise_ : WrappedNormal or RiemannianGaussian
     noise_scale_ : ndarray of shape (n_lfs,)
+        Parameter of the (inlier) noise of each LF.
     expected_sq_dist_ : ndarray of shape (n_lfs,)
-        Estimated ``E d^2(lambda_a, y)``.
+        Estimated ``E d^2(lambda_a, y)`` of the inlier component.
     expected_invariant_ : ndarray of shape (n_lfs,)
-        Estimated ``E cosh d`` / ``E cos d`` / ``E d^2`` to the true label.
+        Estimated ``E cosh d`` / ``E cos d`` / ``E d^2`` to the true label (inliers).
+    outlier_rate_ : ndarray of shape (n_lfs,)
+        Estimated ``eps_a`` (zeros for the plain model).
+    noise_model_ : dict
+        The choice and its evidence: ``"family"`` (``"plain"`` or ``"robust"``),
+        ``"criterion"`` (``"forced"``, ``"heldout_loglik"``, ``"dev_loss"``,
+        ``"statistics_only"``, or ``"noise_too_wide"``: on a curved space an LF's
+        ``E d^2 / dim`` exceeds ``MAX_CURVED_VARIANCE``, where the robust model's
+        local Gaussian approximation fails, and ``"auto"`` keeps the plain model), and, when computed, ``"screen"`` (far-out votes of
+        the plain model, their count and binomial p-value), ``"heldout_gain"`` (mean
+        per-row held-out log-likelihood of robust minus plain) with ``"heldout_se"``
+        (robust is chosen when the gain exceeds two standard errors), ``"dev_loss"``
+        (mean geodesic error on the dev rows per candidate, the smallest chosen),
+        ``"n_rows_robust"`` (rows the robust fit may use).
+    shrinkage_ : ndarray of shape (n_lfs,)
+        Fraction ``kappa_a`` of each LF's deviation in ``log E d^2`` removed.
+    weight_exponent_ : float
+        ``p`` in ``w_a ∝ (shrunk E d^2_a)^-p``.
     weights_ : ndarray of shape (n_lfs,)
-        Combination weights, summing to 1.
+        Combination weights, summing to 1 (before the per-row responsibilities and
+        the sharing within dependency groups).
+    dependencies_ : ndarray of shape (n_dependencies, 2)
+    groups_ : ndarray of shape (n_lfs,)
+        Dependency group of each LF; a group's weight on a row is that of its best
+        voting member, shared among the members that vote.
     n_lfs_ : int
 
     Examples
@@ -117,7 +249,7 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
     >>> from snorkel_structured.synthetic_manifold import make_manifold_data
     >>> data = make_manifold_data(20000, space=Hyperbolic(2), noise_scale=[0.2, 0.5, 1.0],
     ...                           seed=0)
-    >>> lm = ManifoldLabelModel(Hyperbolic(2)).fit(data.X)
+    >>> lm = ManifoldLabelModel(Hyperbolic(2), robust=False).fit(data.X)
     >>> np.round(lm.noise_scale_, 1)
     array([0.2, 0.5, 1. ])
     >>> lm.predict(data.X).shape
@@ -131,6 +263,8 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
         estimator: str = "triplet",
         noise: str = "wrapped_normal",
         weighting: str = "inverse_variance",
+        robust: Any = "auto",
+        shrinkage: Any = "auto",
         min_overlap: int = 10,
         atol: float = 1e-6,
         seed: Any = None,
@@ -139,6 +273,8 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
         self.estimator = estimator
         self.noise = noise
         self.weighting = weighting
+        self.robust = robust
+        self.shrinkage = shrinkage
         self.min_overlap = min_overlap
         self.atol = atol
         self.seed = seed
@@ -157,6 +293,15 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
             raise ValueError(
                 f"weighting must be one of {WEIGHTINGS}; got {self.weighting!r}."
             )
+        if not any(
+            self.robust is v or (isinstance(v, str) and self.robust == v)
+            for v in ROBUST
+        ):
+            raise ValueError(
+                f"robust must be 'auto', True or False; got {self.robust!r}."
+            )
+        if not (isinstance(self.shrinkage, str) and self.shrinkage == "auto"):
+            check_scalar(self.shrinkage, "shrinkage", low=0.0, high=1.0)
         check_scalar(self.min_overlap, "min_overlap", kind="int", low=1)
         check_scalar(self.atol, "atol", low=0.0)
 
@@ -168,8 +313,17 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
             return reduce_stats(X, to_stats)
         return to_stats(X)
 
-    def fit(self, X: Any, y: None = None) -> ManifoldLabelModel:
-        """Estimate every LF's noise from LF outputs alone.
+    # --- fitting ----------------------------------------------------------------------
+    def fit(
+        self,
+        X: Any,
+        y: None = None,
+        *,
+        X_dev: Any = None,
+        Y_dev: Any = None,
+        dependencies: Any = None,
+    ) -> ManifoldLabelModel:
+        """Estimate every LF's noise from LF outputs (and optionally labeled rows).
 
         Parameters
         ----------
@@ -177,9 +331,22 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
             LF outputs; a row of NaN is an abstain. An iterator of such chunks is
             consumed once; a Dask array (n_samples, n_lfs, ambient_dim) or a Dask
             DataFrame with n_lfs * ambient_dim columns (each LF's coordinates side by
-            side) is reduced partition by partition. Same estimate as one array.
+            side) is reduced partition by partition, and then only the plain model
+            (additive statistics) is fitted: the robust model needs the raw rows.
         y : None
-            Ignored (no labels are used).
+            Ignored (kept for scikit-learn compatibility); labels go in ``Y_dev``.
+        X_dev : array-like of shape (n_dev, n_lfs, ambient_dim), optional
+            LF outputs on labeled rows. They count as unlabeled rows in the pairwise
+            statistics, add each LF's observed invariant to the true label as an extra
+            moment equation (inverse-variance weighted), give exact responsibilities
+            to the robust fit, and choose the model variant (plain or robust, weight
+            exponent in ``DEV_EXPONENTS``) by the mean geodesic error on these rows.
+        Y_dev : array-like of shape (n_dev, ambient_dim), optional
+            True labels of the rows of ``X_dev`` (points of ``space``).
+        dependencies : sequence of (int, int), optional
+            LF pairs known to be dependent (e.g. two LFs reading the same source).
+            Their pairwise statistics are left out of the estimation, and in the
+            pseudolabels a group of mutually dependent LFs counts as one LF.
 
         Returns
         -------
@@ -189,53 +356,346 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
         ------
         ValueError
             On bad parameters, wrong shapes, fewer than 3 LFs, points off the manifold
-            (naming the row and LF), or too few overlapping rows.
+            (naming the row and LF), too few overlapping rows, bad ``dependencies``,
+            ``Y_dev`` without ``X_dev`` (or the reverse), or ``robust=True`` with
+            chunked input.
+
+        Warns
+        -----
+        IdentifiabilityWarning
+            When, after leaving out the dependent pairs, an LF is no longer identified
+            (it is then estimated with its dependent pairs put back).
         """
         self._check_params()
-        return self._fit_stats(self._stats(X))
+        if Y_dev is not None and X_dev is None:
+            raise ValueError(
+                "Y_dev was given without X_dev. Manifold labels have no class balance "
+                "to take from Y_dev alone: pass X_dev, the LF outputs on the labeled "
+                "rows (shape (n_dev, n_lfs, ambient_dim)), with Y_dev."
+            )
+        if X_dev is not None and Y_dev is None:
+            raise ValueError(
+                "X_dev was given without Y_dev; pass the true labels of those rows as "
+                "Y_dev (shape (n_dev, ambient_dim)), or drop X_dev."
+            )
+        chunked = is_dask_collection(X) or isinstance(X, Iterator)
+        if chunked:
+            if self.robust is True:
+                raise ValueError(
+                    "robust=True needs the raw rows, but X is an iterator or Dask "
+                    "collection; pass an array, or use robust=False (additive "
+                    "statistics only)."
+                )
+            stats = self._stats(X)
+            X_arr = None
+        else:
+            X_arr = check_manifold_outputs(
+                _as_outputs(X, self.space), self.space, name="X", atol=self.atol
+            )
+            if X_arr.shape[1] < 3:
+                raise ValueError(
+                    "X must have at least 3 labeling functions (axis 1); got shape "
+                    f"{X_arr.shape}. The triplet invariants need three LFs; add LFs."
+                )
+            stats = ManifoldStats._from_checked(X_arr, self.space)
+        m = stats.n_lfs
+        deps = _check_dependencies(dependencies, m)
+        dev = None
+        if X_dev is not None:
+            Xd = check_manifold_outputs(
+                _as_outputs(X_dev, self.space),
+                self.space,
+                name="X_dev",
+                atol=self.atol,
+                n_lfs=m,
+            )
+            Yd = check_points(Y_dev, self.space, name="Y_dev", atol=self.atol)
+            if Yd.shape != (Xd.shape[0], self.space.ambient_dim):
+                raise ValueError(
+                    f"Y_dev must have shape (n_dev, {self.space.ambient_dim}) with "
+                    f"n_dev = {Xd.shape[0]} rows, as X_dev; got shape {Yd.shape}."
+                )
+            dev = (Xd, Yd)
+            stats = stats + ManifoldStats._from_checked(Xd, self.space)
+        return self._fit(stats, X_arr, dev, deps)
 
-    def partial_fit(self, X: Any, y: None = None) -> ManifoldLabelModel:
+    def partial_fit(
+        self, X: Any, y: None = None, *, dependencies: Any = None
+    ) -> ManifoldLabelModel:
         """Add the statistics of a chunk of rows and re-estimate; returns self.
 
-        ``X`` is anything ``fit`` accepts.
+        ``X`` is anything ``fit`` accepts. Only additive statistics are kept, so this
+        always fits the plain (non-robust) model, without a dev set: with the same
+        rows, ``partial_fit`` over chunks equals ``fit(X, robust=False)``.
         """
         self._check_params()
         stats = self._stats(X, self.n_lfs_ if hasattr(self, "stats_") else None)
         if hasattr(self, "stats_"):
             stats = self.stats_ + stats
-        return self._fit_stats(stats)
+        return self._fit(
+            stats, None, None, _check_dependencies(dependencies, stats.n_lfs)
+        )
 
-    def fit_stats(self, stats: ManifoldStats) -> ManifoldLabelModel:
-        """Estimate from precomputed statistics (e.g. ``sum`` over Dask partitions)."""
+    def fit_stats(
+        self, stats: ManifoldStats, *, dependencies: Any = None
+    ) -> ManifoldLabelModel:
+        """Estimate from precomputed statistics (e.g. ``sum`` over Dask partitions).
+
+        Statistics are additive but the robust model needs the raw rows, so this fits
+        the plain model (``noise_model_["criterion"] == "statistics_only"``).
+        """
         self._check_params()
         if not isinstance(stats, ManifoldStats) or stats.space != self.space:
             raise ValueError(
                 f"stats must be ManifoldStats on {self.space!r}; got {stats!r}."
             )
-        return self._fit_stats(stats)
+        return self._fit(
+            stats, None, None, _check_dependencies(dependencies, stats.n_lfs)
+        )
 
-    def _fit_stats(self, stats: ManifoldStats) -> ManifoldLabelModel:
-        noise = make_noise(self.noise, self.space)
-        kw = {"min_overlap": self.min_overlap}
+    def _estimate(self, stats, noise, deps, dev_stats=None, init=None):
+        kw = {"min_overlap": self.min_overlap, "dependencies": deps}
         if self.estimator == "triplet":
-            est = triplet_estimate(stats, noise, **kw)
-        elif self.estimator == "uws":
-            est = uws_estimate(stats, noise, **kw)
+            return triplet_estimate(stats, noise, dev=dev_stats, **kw)
+        if self.estimator == "uws":
+            return uws_estimate(stats, noise, **kw)
+        return pair_sq_dist_estimate(stats, noise, dev=dev_stats, init=init, **kw)
+
+    def _weights(self, est, p: float) -> tuple[np.ndarray, np.ndarray]:
+        log_e = np.log(np.maximum(est.expected_sq_dist, 1e-300))
+        if isinstance(self.shrinkage, str):
+            shrunk, kappa = eb_shrink(log_e, est.log_sq_dist_var)
         else:
-            est = pair_sq_dist_estimate(stats, noise, **kw)
+            k = float(self.shrinkage)
+            shrunk = log_e.mean() + (1.0 - k) * (log_e - log_e.mean())
+            kappa = np.full(log_e.shape, k)
+        w = np.exp(-p * (shrunk - shrunk.min()))
+        return w / w.sum(), kappa
+
+    def _fit(self, stats, X, dev, deps) -> ManifoldLabelModel:
+        noise = make_noise(self.noise, self.space)
+        m = stats.n_lfs
+        groups = dependency_groups([tuple(p) for p in deps.tolist()], m)
+        dev_stats = (
+            None
+            if dev is None
+            else LabeledManifoldStats._from_checked(dev[0], dev[1], self.space)
+        )
+        plain = self._estimate(stats, noise, deps, dev_stats)
+        p0 = 1.0 if self.weighting == "inverse_variance" else 2.0
+        info: dict[str, Any] = {}
+        robust_fit = None
+        # "auto" leaves the UWS baseline as published (plain), for honest comparisons
+        auto_off = self.robust == "auto" and self.estimator == "uws"
+        # The responsibilities read the inlier law as a Gaussian in normal coordinates
+        # at a reference near y: on a curved space that holds only while the noise is
+        # small against the curvature radius (1). Beyond it (e.g. the paper's
+        # hyperbolic setup, tangent variance up to 5) plain data look outlying and
+        # the robust fit is slow and meaningless, so "auto" keeps the plain model.
+        too_wide = isinstance(self.space, (Sphere, Hyperbolic)) and bool(
+            np.max(plain.expected_sq_dist) / self.space.dim > MAX_CURVED_VARIANCE
+        )
+        use_robust = (
+            X is not None
+            and self.robust is not False
+            and not auto_off
+            and not (self.robust == "auto" and too_wide)
+        )
+        if X is None:
+            info["criterion"] = "forced" if self.robust is False else "statistics_only"
+        elif self.robust is False or auto_off:
+            info["criterion"] = "forced"
+        elif not use_robust:
+            info["criterion"] = "noise_too_wide"
+        if use_robust:
+            rng = check_seed(self.seed)
+            rows = X
+            if X.shape[0] > ROBUST_MAX_ROWS:
+                idx = np.sort(rng.choice(X.shape[0], ROBUST_MAX_ROWS, replace=False))
+                rows = X[idx]
+            info["n_rows_robust"] = int(rows.shape[0])
+            if self.robust == "auto" and dev is None:
+                sel = rows
+                if rows.shape[0] > SELECT_MAX_ROWS:
+                    pick = rng.choice(rows.shape[0], SELECT_MAX_ROWS, replace=False)
+                    sel = rows[np.sort(pick)]
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    bg = fit_background(self.space, sel, plain.expected_sq_dist)
+                    far, n_votes, p_far = outlier_screen(
+                        self.space,
+                        sel,
+                        expected_sq_dist=plain.expected_sq_dist,
+                        background=bg,
+                        groups=groups,
+                        level=SCREEN_LEVEL,
+                    )
+                info.update(
+                    criterion="heldout_loglik",
+                    screen={"far_votes": far, "votes": n_votes, "p_value": p_far},
+                )
+                if p_far < SCREEN_LEVEL:
+                    gain, se = self._heldout_gain(sel, noise, deps, groups, rng)
+                    info.update(heldout_gain=gain, heldout_se=se)
+                    fit_robust = gain > 2.0 * se
+                else:  # no more improbable votes than chance: nothing to model
+                    fit_robust = False
+            else:
+                fit_robust = True
+                if self.robust is True:
+                    info["criterion"] = "forced"
+            if fit_robust:
+                robust_fit = self._robust_fit(rows, noise, deps, groups, plain, dev)
+        if robust_fit is None and self.robust is True:
+            raise ValueError(  # pragma: no cover - _robust_fit raises first
+                "The robust model could not be fitted."
+            )
+        candidates = [("plain", plain, None)]
+        if robust_fit is not None:
+            rob = {
+                "expected_sq_dist": robust_fit.estimate.expected_sq_dist,
+                "outlier_rate": robust_fit.outlier_rate,
+                "background": robust_fit.background,
+            }
+            candidates.append(("robust", robust_fit.estimate, rob))
+        if self.robust is True:
+            candidates = candidates[1:]
+        elif dev is None and len(candidates) == 2:
+            candidates = candidates[1:]  # held-out likelihood chose robust
+        if dev is None:
+            family, est, rob = candidates[0]
+            p = p0
+        else:
+            losses = {}
+            best = None
+            for family, est_c, rob_c in candidates:
+                for p_c in (p0, *[q for q in DEV_EXPONENTS if q != p0]):
+                    w_c, _ = self._weights(est_c, p_c)
+                    pred = _combine(self.space, dev[0], w_c, groups, rob_c)[0]
+                    err = self.space.dist(pred, dev[1])
+                    loss = float(np.nanmean(err)) if np.isfinite(err).any() else np.inf
+                    losses[f"{family}, p={p_c:g}"] = loss
+                    if best is None or loss < best[0]:
+                        best = (loss, family, est_c, rob_c, p_c)
+            _, family, est, rob, p = best
+            if self.robust == "auto":
+                info["criterion"] = "dev_loss"
+            info["dev_loss"] = losses
+        info["family"] = family
         self.stats_ = stats
         self.noise_ = noise
-        self.n_lfs_ = stats.n_lfs
+        self.n_lfs_ = m
+        self.dependencies_ = deps
+        self.groups_ = groups
         self.noise_scale_ = est.noise_scale
         self.expected_sq_dist_ = est.expected_sq_dist
         self.expected_invariant_ = est.expected_invariant
-        inv = 1.0 / np.maximum(est.expected_sq_dist, 1e-300)
-        w = inv if self.weighting == "inverse_variance" else inv**2
-        self.weights_ = w / w.sum()
+        self.outlier_rate_ = np.zeros(m) if rob is None else rob["outlier_rate"].copy()
+        self._robust_params = rob
+        self.weight_exponent_ = float(p)
+        self.weights_, self.shrinkage_ = self._weights(est, p)
+        self.noise_model_ = info
         return self
 
+    def _robust_fit(self, rows, noise, deps, groups, init, dev, max_iter=30):
+        bg = fit_background(self.space, rows, init.expected_sq_dist)
+        e_min = inlier_floor(self.space, bg)
+
+        def estimate(st, dv):
+            est = self._estimate(st, noise, deps, dv, init)
+            return _floored(est, noise, e_min)
+
+        return robust_em(
+            self.space,
+            rows,
+            estimate,
+            _floored(init, noise, e_min),
+            groups=groups,
+            dev=dev,
+            background=bg,
+            max_iter=max_iter,
+        )
+
+    def _heldout_gain(self, rows, noise, deps, groups, rng) -> tuple[float, float]:
+        """Two-fold held-out per-row log-likelihood gain of robust over plain."""
+        n = rows.shape[0]
+        fold = np.zeros(n, dtype=bool)
+        fold[rng.permutation(n)[: n // 2]] = True
+        diffs = []
+        for k in (True, False):
+            train, test = rows[fold != k], rows[fold == k]
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    st = ManifoldStats._from_checked(train, self.space)
+                    plain = self._estimate(st, noise, deps)
+                    rob = self._robust_fit(
+                        train, noise, deps, groups, plain, None, SELECT_MAX_ITER
+                    )
+            except ValueError:
+                return -np.inf, 0.0
+            bg = rob.background
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    ll_p = heldout_loglik(
+                        self.space,
+                        test,
+                        expected_sq_dist=plain.expected_sq_dist,
+                        outlier_rate=None,
+                        background=bg,
+                        groups=groups,
+                    )
+                    ll_r = heldout_loglik(
+                        self.space,
+                        test,
+                        expected_sq_dist=rob.estimate.expected_sq_dist,
+                        outlier_rate=rob.outlier_rate,
+                        background=bg,
+                        groups=groups,
+                    )
+            except ValueError:
+                return -np.inf, 0.0
+            diffs.append(ll_r - ll_p)
+        d = np.concatenate(diffs)
+        d = d[np.isfinite(d)]
+        if d.size < 2:
+            return 0.0, np.inf
+        return float(d.mean()), float(d.std(ddof=1) / np.sqrt(d.size))
+
+    # --- prediction -------------------------------------------------------------------
+    def responsibilities(self, X: Any) -> np.ndarray:
+        """Probability that each vote is an inlier (robust model; 1 for the plain one).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_lfs, ambient_dim)
+
+        Returns
+        -------
+        resp : ndarray of shape (n_samples, n_lfs)
+            0 where the LF abstained.
+        """
+        check_is_fitted(self, "weights_")
+        X = check_manifold_outputs(
+            _as_outputs(X, self.space),
+            self.space,
+            name="X",
+            atol=self.atol,
+            n_lfs=self.n_lfs_,
+        )
+        if self._robust_params is None:
+            return (~np.isnan(X[..., 0])).astype(np.float64)
+        return robust_responsibilities(
+            self.space,
+            X,
+            weights=self.weights_,
+            groups=self.groups_,
+            **self._robust_params,
+        )
+
     def predict(self, X: Any) -> np.ndarray:
-        """Weighted Frechet mean of the votes of each row.
+        """Weighted (robust, if chosen) Frechet mean of the votes of each row.
 
         Parameters
         ----------
@@ -246,8 +706,9 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
         Returns
         -------
         Y_hat : ndarray of shape (n_samples, ambient_dim)
-            ``argmin_z sum_a w_a d^2(z, lambda_a)`` over the LFs that voted, with
-            ``weights_`` renormalized over them; NaN for rows where every LF abstained.
+            ``argmin_z sum_a w_ia d^2(z, lambda_a)`` over the LFs that voted, with
+            ``w_ia`` = ``weights_`` times the vote's responsibility (robust model),
+            shared within dependency groups; NaN for rows where every LF abstained.
         """
         check_is_fitted(self, "weights_")
         fn = functools.partial(
@@ -256,6 +717,8 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
             atol=self.atol,
             n_lfs=self.n_lfs_,
             weights=self.weights_,
+            groups=self.groups_,
+            robust=self._robust_params,
         )
         if is_dask_collection(X):
             if getattr(X, "ndim", 2) == 3:  # (n, m, D) -> (n, m * D): rows stay whole

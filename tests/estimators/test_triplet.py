@@ -107,3 +107,52 @@ def test_warnings_and_identifiability_errors():
 def test_riemannian_gaussian_euclidean_map():
     rg = RiemannianGaussian(Euclidean(2))
     np.testing.assert_allclose(rg.pair_expected_sq_dist(1.0, 0.5), 1.0 + 2.0)
+
+
+def test_weighted_and_labeled_stats_are_additive():
+    s = Sphere(2)
+    d = make_manifold_data(
+        2000, space=s, noise_scale=[0.1, 0.2, 0.3], abstain=0.2, seed=6
+    )
+    w = np.random.default_rng(0).random(d.X.shape[:2])
+    whole = ManifoldStats.from_outputs(d.X, s, row_weights=w)
+    parts = sum(
+        ManifoldStats.from_outputs(x, s, row_weights=ww)
+        for x, ww in zip(np.array_split(d.X, 3), np.array_split(w, 3), strict=True)
+    )
+    np.testing.assert_allclose(parts.pair_count, whole.pair_count)
+    np.testing.assert_allclose(parts.pair_invariant_sq_sum, whole.pair_invariant_sq_sum)
+    # a pair's row counts w_a * w_b: brute force for one pair
+    both = ~np.isnan(d.X[:, 0, 0]) & ~np.isnan(d.X[:, 1, 0])
+    cos = np.cos(s.dist(d.X[both, 0], d.X[both, 1]))
+    ww = w[both, 0] * w[both, 1]
+    np.testing.assert_allclose(whole.pair_invariant_mean[0, 1], ww @ cos / ww.sum())
+    np.testing.assert_allclose(
+        whole.pair_invariant_var[0, 1],
+        ww @ cos**2 / ww.sum() - (ww @ cos / ww.sum()) ** 2,
+    )
+    with pytest.raises(ValueError, match="row_weights must be"):
+        ManifoldStats.from_outputs(d.X, s, row_weights=-w)
+
+
+def test_labeled_equations_identify_and_sharpen():
+    s = Sphere(2)
+    d = make_manifold_data(1500, space=s, noise_scale=[0.02, 0.05, 0.1], seed=7)
+    from snorkel_structured.estimators._manifold_stats import LabeledManifoldStats
+
+    stats = ManifoldStats.from_outputs(d.X[500:], s)
+    dev = LabeledManifoldStats._from_checked(d.X[:500], d.Y[:500], s)
+    np.testing.assert_allclose(
+        dev.sq_dist_mean, np.mean(s.squared_dist(d.X[:500], d.Y[:500, None]), axis=0)
+    )
+    both = triplet_estimate(stats, d.noise, dev=dev)
+    np.testing.assert_allclose(both.expected_sq_dist, d.expected_sq_dist, rtol=0.1)
+    # with every pair declared dependent only the labeled rows identify the LFs
+    all_pairs = [(0, 1), (0, 2), (1, 2)]
+    only_dev = triplet_estimate(stats, d.noise, dev=dev, dependencies=all_pairs)
+    np.testing.assert_allclose(
+        only_dev.expected_invariant, dev.invariant_mean, rtol=1e-6
+    )
+    assert np.all(np.isfinite(both.log_sq_dist_var)) and np.all(
+        both.log_sq_dist_var > 0
+    )

@@ -1,0 +1,270 @@
+"""Robust noise, dev sets, dependencies and weight shrinkage of ManifoldLabelModel."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from snorkel_structured import (
+    Euclidean,
+    Hyperbolic,
+    IdentifiabilityWarning,
+    ManifoldLabelModel,
+    Sphere,
+)
+from snorkel_structured.estimators._manifold_stats import ManifoldStats
+from snorkel_structured.estimators.triplet import triplet_estimate
+from snorkel_structured.synthetic_manifold import make_manifold_data
+
+S2 = Sphere(2)
+
+
+def contaminate(data, space, eps, seed):
+    """Replace each vote, with probability eps[a], by a point unrelated to the label.
+
+    Sphere: uniform; Euclidean: the label of another row (a draw from the population
+    of labels), as in the model's outlier law.
+    """
+    rng = np.random.default_rng(seed)
+    X = data.X.copy()
+    n, m, _ = X.shape
+    out = rng.random((n, m)) < np.asarray(eps)
+    if isinstance(space, Sphere):
+        junk = space.random_point(n * m, seed=rng).reshape(X.shape)
+    else:
+        junk = data.Y[rng.integers(0, n, size=(n, m))]
+    X[out] = junk[out]
+    return X, out
+
+
+def test_recovers_outlier_rates_and_inlier_scales():
+    d = make_manifold_data(6000, space=S2, noise_scale=[0.01, 0.02, 0.04, 0.03], seed=0)
+    eps = np.array([0.1, 0.0, 0.2, 0.05])
+    X, _ = contaminate(d, S2, eps, seed=1)
+    plain = ManifoldLabelModel(S2, robust=False).fit(X)
+    lm = ManifoldLabelModel(S2, robust=True, seed=0).fit(X)
+    np.testing.assert_allclose(lm.outlier_rate_, eps, atol=0.02)
+    np.testing.assert_allclose(lm.noise_scale_, d.noise_scale, rtol=0.12)
+    # the plain model reads the outliers as noise: far too large scales
+    assert np.all(plain.noise_scale_[[0, 2]] > 2 * d.noise_scale[[0, 2]])
+    assert lm.noise_model_["family"] == "robust"
+
+
+def test_robust_mean_ignores_a_gross_outlier_lf():
+    d = make_manifold_data(3000, space=S2, noise_scale=[0.01, 0.01, 0.02, 0.02], seed=2)
+    X, out = contaminate(d, S2, [0.0, 0.0, 0.0, 0.3], seed=3)
+    lm = ManifoldLabelModel(S2, robust=True, seed=0).fit(X)
+    pred = lm.predict(X)
+    resp = lm.responsibilities(X)
+    rows = out[:, 3]
+    # outlying votes are recognized, and the pseudolabel stays with the truth
+    # (a uniform point that happens to land near the truth is rightly kept)
+    assert resp[rows, 3].mean() < 0.1 and resp[~rows, 3].mean() > 0.9
+    err_robust = S2.dist(pred[rows], d.Y[rows])
+    err_clean = S2.dist(S2.frechet_mean(X[rows, :3]), d.Y[rows])
+    # the same weights without responsibilities: the outliers drag the mean
+    err_weighted = S2.dist(S2.frechet_mean(X[rows], lm.weights_), d.Y[rows])
+    assert np.mean(err_robust) < 1.2 * np.mean(err_clean)
+    assert np.mean(err_robust) < 0.5 * np.mean(err_weighted)
+
+
+def test_heldout_choice_plain_on_plain_data_robust_on_contaminated():
+    d = make_manifold_data(4000, space=S2, noise_scale=[0.01, 0.02, 0.05], seed=4)
+    lm = ManifoldLabelModel(S2, seed=0).fit(d.X)
+    assert lm.noise_model_["family"] == "plain"
+    assert lm.noise_model_["criterion"] == "heldout_loglik"
+    np.testing.assert_array_equal(lm.outlier_rate_, 0.0)
+    X, _ = contaminate(d, S2, [0.15, 0.0, 0.1], seed=5)
+    lm = ManifoldLabelModel(S2, seed=0).fit(X)
+    assert lm.noise_model_["family"] == "robust"
+    assert lm.noise_model_["heldout_gain"] > 2 * lm.noise_model_["heldout_se"]
+    e = Euclidean(2)
+    d = make_manifold_data(4000, space=e, noise_scale=[0.01, 0.02, 0.05], seed=6)
+    assert ManifoldLabelModel(e, seed=0).fit(d.X).noise_model_["family"] == "plain"
+    X, _ = contaminate(d, e, [0.2, 0.0, 0.0], seed=7)
+    lm = ManifoldLabelModel(e, seed=0).fit(X)
+    assert lm.noise_model_["family"] == "robust"
+    assert abs(lm.outlier_rate_[0] - 0.2) < 0.04
+
+
+def _copied_partner(seed):
+    """LF 3 copies LF 0's vote on 80% of rows (a shared source)."""
+    d = make_manifold_data(
+        20000, space=S2, noise_scale=[0.05, 0.02, 0.03, 0.05, 0.04], seed=seed
+    )
+    X = d.X.copy()
+    rng = np.random.default_rng(seed)
+    copy = rng.random(X.shape[0]) < 0.8
+    X[copy, 3] = X[copy, 0]
+    return d, X
+
+
+def test_declared_dependencies_are_excluded_from_the_triplets():
+    d, X = _copied_partner(8)
+    stats = ManifoldStats.from_outputs(X, S2)
+    naive = triplet_estimate(stats, d.noise)
+    declared = triplet_estimate(stats, d.noise, dependencies=[(3, 0)])
+    # LF 0 is estimated right once the copy is declared, and far too good otherwise
+    assert abs(declared.expected_sq_dist[0] / d.expected_sq_dist[0] - 1) < 0.06
+    assert naive.expected_sq_dist[0] < 0.7 * d.expected_sq_dist[0]
+    assert not any(set(p) == {0, 3} for p in declared.pairs_used.tolist())
+    lm = ManifoldLabelModel(S2, robust=False, shrinkage=0.0).fit(
+        X, dependencies=[(0, 3)]
+    )
+    np.testing.assert_allclose(
+        lm.expected_sq_dist_[:3], d.expected_sq_dist[:3], rtol=0.06
+    )
+    np.testing.assert_array_equal(lm.groups_[0], lm.groups_[3])
+    # the group counts once: a row where only LFs 0 and 3 vote with the same point,
+    # and LF 1 elsewhere, is pulled no harder towards the copies than with LF 0 alone
+    row = X[:1].copy()
+    row[0, 2] = row[0, 4] = np.nan
+    row[0, 3] = row[0, 0]
+    alone = row.copy()
+    alone[0, 3] = np.nan
+    np.testing.assert_allclose(lm.predict(row), lm.predict(alone), atol=1e-9)
+
+
+def test_unidentified_after_dependencies_warns_and_falls_back():
+    d = make_manifold_data(3000, space=S2, noise_scale=[0.02, 0.03, 0.04], seed=9)
+    with pytest.warns(IdentifiabilityWarning, match="cannot identify"):
+        lm = ManifoldLabelModel(S2, robust=False).fit(d.X, dependencies=[(0, 1)])
+    assert np.all(np.isfinite(lm.expected_sq_dist_))
+
+
+def test_dev_set_improves_on_contaminated_data():
+    d = make_manifold_data(
+        5000, space=S2, noise_scale=[0.01, 0.03, 0.05, 0.02], seed=10
+    )
+    X, _ = contaminate(d, S2, [0.25, 0.0, 0.0, 0.1], seed=11)
+    dev, train, test = slice(0, 100), slice(100, 3500), slice(3500, None)
+    unsup = ManifoldLabelModel(S2, robust=False).fit(X[train])
+    sup = ManifoldLabelModel(S2, seed=0).fit(X[train], X_dev=X[dev], Y_dev=d.Y[dev])
+    assert sup.noise_model_["criterion"] == "dev_loss"
+    assert sup.noise_model_["family"] == "robust"
+
+    def err(pred):
+        return np.mean(S2.dist(pred, d.Y[test]))
+
+    unweighted = err(S2.frechet_mean(X[test]))
+    best_lf = min(err(X[test, a]) for a in range(4))
+    assert err(sup.predict(X[test])) < min(
+        unweighted, best_lf, err(unsup.predict(X[test]))
+    )
+
+
+def test_dev_rows_enter_the_moment_equations():
+    # LFs 0 and 1 declared dependent: without labels LF 0 and 1 are unidentified;
+    # labeled rows add one equation per LF and identify them
+    d = make_manifold_data(4000, space=S2, noise_scale=[0.02, 0.03, 0.04], seed=17)
+    with pytest.warns(IdentifiabilityWarning, match="cannot identify"):
+        ManifoldLabelModel(S2, robust=False).fit(d.X[300:], dependencies=[(0, 1)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdentifiabilityWarning)
+        lm = ManifoldLabelModel(S2, robust=False).fit(
+            d.X[300:], X_dev=d.X[:300], Y_dev=d.Y[:300], dependencies=[(0, 1)]
+        )
+    np.testing.assert_allclose(lm.expected_sq_dist_, d.expected_sq_dist, rtol=0.2)
+
+
+def test_shrinkage_goes_to_equal_weights_without_evidence():
+    # three equally good LFs and few rows: the estimated differences are noise
+    d = make_manifold_data(200, space=S2, noise_scale=[0.05, 0.05, 0.05], seed=12)
+    lm = ManifoldLabelModel(S2, robust=False).fit(d.X)
+    np.testing.assert_allclose(lm.weights_, 1 / 3, atol=0.02)
+    raw = ManifoldLabelModel(S2, robust=False, shrinkage=0.0).fit(d.X)
+    assert np.ptp(raw.weights_) > np.ptp(lm.weights_)
+    # clearly different LFs with many rows keep their differences
+    d = make_manifold_data(20000, space=S2, noise_scale=[0.01, 0.05, 0.2], seed=13)
+    lm = ManifoldLabelModel(S2, robust=False).fit(d.X)
+    assert np.all(lm.shrinkage_ < 0.1)
+    assert lm.weights_[0] > 5 * lm.weights_[2]
+
+
+def test_fit_stats_and_partial_fit_stay_plain_and_additive():
+    d = make_manifold_data(3000, space=S2, noise_scale=[0.02, 0.03, 0.04], seed=14)
+    X, _ = contaminate(d, S2, [0.2, 0.0, 0.0], seed=15)
+    part = ManifoldLabelModel(S2)
+    with warnings.catch_warnings():
+        # (1, 2) declared dependent leaves no triangle: warned, tested elsewhere
+        warnings.simplefilter("ignore", IdentifiabilityWarning)
+        full = ManifoldLabelModel(S2, robust=False).fit(X, dependencies=[(1, 2)])
+        for chunk in np.array_split(X, 3):
+            part.partial_fit(chunk, dependencies=[(1, 2)])
+    np.testing.assert_allclose(part.noise_scale_, full.noise_scale_, rtol=1e-10)
+    assert part.noise_model_["criterion"] == "statistics_only"
+    stats = ManifoldStats.from_outputs(X, S2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdentifiabilityWarning)
+        via = ManifoldLabelModel(S2).fit_stats(stats, dependencies=[(1, 2)])
+    np.testing.assert_allclose(via.weights_, full.weights_, rtol=1e-10)
+    with pytest.raises(ValueError, match="robust=True needs the raw rows"):
+        ManifoldLabelModel(S2, robust=True).fit(iter(np.array_split(X, 2)))
+
+
+def test_validation_errors():
+    d = make_manifold_data(300, space=S2, noise_scale=[0.02, 0.03, 0.04], seed=16)
+    lm = ManifoldLabelModel(S2, robust=False)
+    with pytest.raises(ValueError, match="no class balance"):
+        lm.fit(d.X, Y_dev=d.Y[:10])
+    with pytest.raises(ValueError, match="without Y_dev"):
+        lm.fit(d.X, X_dev=d.X[:10])
+    with pytest.raises(ValueError, match=r"Y_dev must have shape \(n_dev, 3\)"):
+        lm.fit(d.X, X_dev=d.X[:10], Y_dev=d.Y[:9])
+    with pytest.raises(ValueError, match="must have 3 labeling functions"):
+        lm.fit(d.X, X_dev=d.X[:10, :2], Y_dev=d.Y[:10])
+    for deps, msg in [
+        ([(0, 0)], "pairs an LF with itself"),
+        ([(0, 3)], r"names an LF outside \[0, 3\)"),
+        ([(0, -1)], "outside"),
+        ([(0, 1.0)], "must hold integer LF indices"),
+        ([(0, True)], "must hold integer LF indices"),
+        ([(0, 1, 2)], "must be pairs of LF indices"),
+        (5, "must be pairs of LF indices"),
+    ]:
+        with pytest.raises(ValueError, match=msg):
+            lm.fit(d.X, dependencies=deps)
+    for kw, msg in [
+        ({"robust": "yes"}, "robust must be 'auto', True or False"),
+        ({"robust": 1}, "robust must be 'auto', True or False"),
+        ({"shrinkage": 1.5}, "shrinkage must be in the range"),
+    ]:
+        with pytest.raises(ValueError, match=msg):
+            ManifoldLabelModel(S2, **kw).fit(d.X)
+    with pytest.raises(TypeError, match="shrinkage must be a real number"):
+        ManifoldLabelModel(S2, shrinkage="none").fit(d.X)
+
+
+def test_exact_lfs_on_discrete_labels_tie_instead_of_collapsing():
+    # Integer labels; LFs exactly right except, with probability eps, a few units off
+    # (like UTC offsets). The inliers' E d^2 is 0: without a floor the robust fit
+    # drives it to 0 and the weights among the exact LFs become arbitrary.
+    e = Euclidean(1)
+    rng = np.random.default_rng(0)
+    n = 4000
+    Y = rng.integers(-6, 7, size=n).astype(float)[:, None]
+    eps = np.array([0.02, 0.05, 0.1, 0.3])
+    off = rng.random((n, 4)) < eps
+    jump = rng.choice([-3, -2, -1, 1, 2, 3], size=(n, 4))
+    X = (Y + np.where(off, jump, 0))[..., None]
+    plain = ManifoldLabelModel(e, robust=False).fit(X)
+    lm = ManifoldLabelModel(e, seed=0).fit(X)
+    assert lm.noise_model_["family"] == "robust"
+    np.testing.assert_allclose(lm.outlier_rate_[:3], eps[:3], atol=0.02)
+    # the three LFs that are exact on their inlier rows are equally good inliers
+    np.testing.assert_allclose(lm.weights_[:3], lm.weights_[0], rtol=1e-9)
+    assert np.all(np.isfinite(lm.weights_)) and lm.weights_[0] > 0.2
+    err = np.abs(lm.predict(X) - Y).mean()
+    assert err < 0.5 * np.abs(plain.predict(X) - Y).mean()
+
+
+def test_auto_keeps_plain_when_noise_is_wide_against_curvature():
+    # The paper's hyperbolic setup (tangent variances of a few units): the robust
+    # model's local Gaussian approximation fails there, so "auto" stays plain (and
+    # fast) and recovers exactly what the plain model does.
+    h = Hyperbolic(5)
+    d = make_manifold_data(1000, space=h, noise_scale=[3.0, 1.5, 4.0], seed=4)
+    lm = ManifoldLabelModel(h, seed=0).fit(d.X)
+    assert lm.noise_model_ == {"criterion": "noise_too_wide", "family": "plain"}
+    plain = ManifoldLabelModel(h, robust=False).fit(d.X)
+    np.testing.assert_array_equal(lm.noise_scale_, plain.noise_scale_)
