@@ -16,7 +16,10 @@ binomial thinning (each row goes to one half at random, so the halves are indepe
 samples of the same data); each candidate is fitted on one half and scored on the
 other, both ways. The score is the pseudo-likelihood of agreements (each vote given
 the other LFs' outputs, :meth:`_Problem.conditional_loglik`) or, when labeled rows
-are given, the posterior's expected distance to their labels.
+are given, the posterior's expected distance to their labels. An outlier vote on the
+held-out half is scored with the LF's vote distribution of the fitting half. Without
+labels, a family other than the paper's must gain two standard errors of the paired
+per-row held-out difference over the best of the paper's family.
 """
 
 from __future__ import annotations
