@@ -19,7 +19,8 @@ the other LFs' outputs, :meth:`_Problem.conditional_loglik`) or, when labeled ro
 are given, the posterior's expected distance to their labels. An outlier vote on the
 held-out half is scored with the LF's vote distribution of the fitting half. Without
 labels, a family other than the paper's must gain two standard errors of the paired
-per-row held-out difference over the best of the paper's family.
+per-row held-out difference over the best of the paper's family; with labeled rows,
+their score may overrule the votes' choice by two standard errors likewise.
 """
 
 from __future__ import annotations
@@ -115,14 +116,30 @@ def _labeled_score(
 def _score(
     prob: _Problem, fit: EMFit, theta: np.ndarray, T: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Held-out score per vote pattern, and the patterns' row counts: the sum of
-    their product is the score; their spread is its standard error."""
-    if prob.labeled.any():
-        return _labeled_score(prob, fit, theta, T)
+    """Held-out pseudo-likelihood of the unlabeled rows per vote pattern, and the
+    patterns' row counts: the sum of their product is the score; their spread is its
+    standard error."""
     cond, counts, _ = prob.conditional_loglik_rows(
         np.log(np.maximum(fit.w, 1e-300)), theta, T, fit.alpha, fit.eps
     )
     return cond, counts
+
+
+def _best_by_se(
+    scores: dict[Any, float],
+    per_row: dict[Any, list[Any]],
+    default: Any,
+    rank: Any,
+    among: Any = None,
+) -> Any:
+    """The best-ranked candidate, unless its gain over ``default`` is within two
+    standard errors of the paired held-out difference: then ``default``."""
+    keys = [k for k in scores if among is None or among(k)]
+    best = max(keys, key=rank)
+    if default is None or best == default:
+        return best
+    gain = scores[best] - scores[default]
+    return best if gain > 2.0 * _gain_se(per_row[best], per_row[default]) else default
 
 
 def _gain_se(
@@ -224,6 +241,8 @@ def choose_family(
         return FamilyChoice(p, o, shrinkages[0], omega, _with_theta(fit, th), prob, {})
     scores: dict[tuple[float, bool, float, float], float] = {}
     per_row: dict[tuple[float, bool, float, float], list[Any]] = {}
+    lab_scores: dict[tuple[float, bool, float, float], float] = {}
+    lab_rows: dict[tuple[float, bool, float, float], list[Any]] = {}
     for p, o, omega in candidates:
         sq = _SqDists(S, p)
         fit_on = [_Problem(st, sq, weighted(lab, omega), vw) for st, lab in halves]
@@ -236,11 +255,18 @@ def choose_family(
         for i in (0, 1):
             fit = _fit(fit_on[i], T, base, th0, o, fold_options)
             for s in shrinkages:
+                th = shrink_theta(fit.theta, s)
                 per_row.setdefault((p, o, omega, s), []).append(
-                    _score(score_on[1 - i], fit, shrink_theta(fit.theta, s), T)
+                    _score(score_on[1 - i], fit, th, T)
                 )
+                if labeled is not None:
+                    lab_rows.setdefault((p, o, omega, s), []).append(
+                        _labeled_score(score_on[1 - i], fit, th, T)
+                    )
     for key, parts in per_row.items():
         scores[key] = float(sum(v @ c for v, c in parts))
+    for key, parts in lab_rows.items():
+        lab_scores[key] = float(sum(v @ c for v, c in parts))
 
     # The outlier component must pay half a nat per rate it adds: a held-out gain
     # smaller than that is noise of the halves, and the simpler family is kept.
@@ -250,17 +276,19 @@ def choose_family(
         p, o, omega, s = key
         return (scores[key] - 0.5 * base_prob.m * o, p, not o, -omega, -s)
 
-    best = max(scores, key=rank)
-    # Without labels, leaving the paper's family (p = 2, no outliers) must be worth
-    # more than the noise of the halves: a gain of two standard errors of the paired
-    # held-out difference. (With labeled rows the score is the expected distance to
-    # the truth, the quantity to minimize, and ~100 rows cannot show two standard
-    # errors: the best score is taken.)
-    paper = max((k for k in scores if k[0] == 2.0 and not k[1]), key=rank, default=None)
-    if labeled is None and paper is not None and best != paper:
-        gain = scores[best] - scores[paper]
-        if gain <= 2.0 * _gain_se(per_row[best], per_row[paper]):
-            best = paper
+    # Leaving the paper's family (p = 2, no outliers) must be worth more than the
+    # noise of the halves: a held-out pseudo-likelihood gain of two standard errors
+    # of the paired per-row difference over the best of the paper's family.
+    plain = max((k for k in scores if k[0] == 2.0 and not k[1]), key=rank, default=None)
+    best = _best_by_se(scores, per_row, plain, rank, among=lambda k: k[2] == 1.0)
+    if labeled is not None:
+        # With labeled rows, their expected distance to the truth may overrule the
+        # votes' choice, by two standard errors of the paired difference: ~100 rows
+        # scored on halves are too few to pick among many candidates by the best
+        # score alone (it chose equal weights on a tree where the votes did better).
+        best = _best_by_se(
+            lab_scores, lab_rows, best, lambda k: (lab_scores[k], *rank(k)[1:])
+        )
     p, o, omega, s = best
     fit, prob = refit(p, o, omega)
     if omega != 1.0:  # the fitted problem, with the labeled rows counted once
