@@ -76,6 +76,26 @@ def test_small_samples_of_the_papers_model_keep_its_family():
         assert lm.noise_model_["power"] == 2.0, seed
 
 
+def test_a_candidate_must_beat_the_default_by_two_standard_errors():
+    from snorkel_structured.estimators._noise_family import _best_by_se, _gain_se
+
+    rng = np.random.default_rng(0)
+    counts = rng.integers(1, 4, size=50).astype(float)
+    base = rng.normal(size=50)
+    noise = rng.normal(size=50)
+    # the standard error of a sum over rows of paired differences, by hand
+    d = np.repeat(noise, counts.astype(int))
+    se = np.sqrt(d.size * d.var(ddof=1))
+    parts = lambda v: [(v, counts)]  # noqa: E731
+    assert np.isclose(_gain_se(parts(base + noise), parts(base)), se)
+    for shift, expect in [(1.9, "default"), (2.1, "other")]:
+        other = base + noise + (shift * se - counts @ noise) / counts.sum()
+        per_row = {"default": parts(base), "other": parts(other)}
+        scores = {k: float(v[0][0] @ counts) for k, v in per_row.items()}
+        assert np.isclose(scores["other"] - scores["default"], shift * se)
+        assert _best_by_se(scores, per_row, "default", scores.get) == expect
+
+
 def test_mallows_data_choose_power_one():
     rng = np.random.default_rng(2)
     theta = np.array([1.2, 0.8, 1.5, 1.0])
