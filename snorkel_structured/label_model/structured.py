@@ -448,9 +448,11 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
         L_dev : array-like of int of shape (n_dev, n_lfs), optional
             Votes on labeled rows whose labels are ``Y_dev`` ("mle" only). They join
             the likelihood with their labels known (jointly with the unlabeled
-            votes), their labels join the support, and the noise family and
-            shrinkage are chosen by the held-out log-probability of their labels
-            given their votes. A hundred rows typically suffice.
+            votes) and their labels join the support. The noise family and
+            shrinkage chosen on held-out votes (a labeled row weighing as one row)
+            are overruled, as is that weight (1, or all unlabeled rows' together),
+            when the posterior's held-out expected distance to their labels
+            improves by two standard errors. A hundred rows typically suffice.
         dependencies : sequence of (int, int), optional
             LF pairs known to be dependent (e.g. reading the same source; see
             ``StructuredLFAnalysis.lf_dependencies``). Each group of mutually
