@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sklearn.exceptions import NotFittedError as _SklearnNotFittedError
+
 __all__ = [
     "ConvergenceWarning",
     "IdentifiabilityWarning",
@@ -10,11 +12,11 @@ __all__ = [
 ]
 
 
-class NotFittedError(ValueError, AttributeError):
+class NotFittedError(_SklearnNotFittedError):
     """Raised when a method that needs fitted state is called before ``fit``.
 
-    Subclasses both ``ValueError`` and ``AttributeError`` so that ``except`` clauses
-    written for scikit-learn's ``NotFittedError`` keep working.
+    A subclass of scikit-learn's ``NotFittedError`` (itself a ``ValueError`` and an
+    ``AttributeError``), so ``except sklearn.exceptions.NotFittedError`` catches it.
     """
 
 

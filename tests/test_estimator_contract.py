@@ -54,7 +54,7 @@ def _assert_equal(x, y, key):
         np.testing.assert_array_equal(x, y, err_msg=key)
     elif isinstance(x, (tuple, list)):
         assert len(x) == len(y), key
-        for u, v in zip(x, y):
+        for u, v in zip(x, y, strict=True):
             _assert_equal(u, v, key)
     elif isinstance(x, (int, float, str, bool)):
         assert x == y, key
@@ -92,7 +92,7 @@ def test_fit_returns_self_refits_identically_and_does_not_mutate(name):
     before = [copy.deepcopy(a) for a in args]
     est = _make(name)
     assert est.fit(*args) is est
-    for a, b in zip(args, before):
+    for a, b in zip(args, before, strict=True):
         if isinstance(a, np.ndarray):
             np.testing.assert_array_equal(a, b)  # inputs untouched
     state = _fitted_state(est)
@@ -115,5 +115,10 @@ def test_fit_returns_self_refits_identically_and_does_not_mutate(name):
     ],
 )
 def test_not_fitted_error(name, method, arg):
+    from sklearn.exceptions import NotFittedError as SklearnNotFittedError
+
     with pytest.raises(ss.NotFittedError, match="not fitted"):
+        getattr(_make(name), method)(arg)
+    # the docstrings promise that scikit-learn's except clause catches it too
+    with pytest.raises(SklearnNotFittedError):
         getattr(_make(name), method)(arg)

@@ -71,6 +71,12 @@ class FiniteMetricSpace:
             lookup = {item: i for i, item in enumerate(items)}
         except TypeError:
             raise TypeError("items must be hashable (use tuples, not lists).") from None
+        if None in lookup:
+            # None is the abstain of encode/decode: as an item it would be both.
+            raise ValueError(
+                f"items holds None at position {lookup[None]}; None means abstain "
+                "(encode/decode map it to -1). Name that label otherwise."
+            )
         if len(lookup) != len(items):
             seen: set[Hashable] = set()
             dup = next(x for x in items if x in seen or seen.add(x))  # type: ignore[func-returns-value]

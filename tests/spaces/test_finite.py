@@ -86,3 +86,10 @@ def test_value_object_equality():
     b = ss.FiniteMetricSpace("ab", [[0, 1], [1, 0]])
     c = ss.FiniteMetricSpace("ab", [[0, 2], [2, 0]])
     assert a == b and hash(a) == hash(b) and a != c
+
+
+def test_none_is_refused_as_an_item():
+    # None means abstain in encode/decode: as an item, decode(encode([None])) could
+    # not tell the label from an abstain.
+    with pytest.raises(ValueError, match="None at position 1"):
+        ss.FiniteMetricSpace(["a", None], [[0.0, 1.0], [1.0, 0.0]])
