@@ -13,6 +13,14 @@ from snorkel_structured.spaces.finite import FiniteMetricSpace
 __all__ = ["GraphSpace"]
 
 
+def _as_length(w: Any) -> float:
+    """An edge attribute as a float length (NaN when it is not a number)."""
+    try:
+        return float(w)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
 class GraphSpace(FiniteMetricSpace):
     """Nodes of a connected graph with (weighted) shortest-path distances.
 
@@ -53,17 +61,49 @@ class GraphSpace(FiniteMetricSpace):
         super().__init__(items, D)
 
     @staticmethod
+    def _networkx_adjacency(
+        graph: Any, weight: str | None
+    ) -> tuple[sp.csr_array, list[Any]]:
+        """Edge lengths of a networkx graph; parallel edges (multigraphs) keep the
+        shortest, as networkx's own shortest paths do."""
+        items = list(graph.nodes)
+        index = {node: i for i, node in enumerate(items)}
+        edges = (
+            list(graph.edges(data=weight, default=1.0))
+            if weight
+            else [(u, v, 1.0) for u, v in graph.edges()]
+        )
+        n = len(items)
+        if not edges:
+            return sp.csr_array((n, n), dtype=np.float64), items
+        lengths = np.array([_as_length(w) for _, _, w in edges])
+        bad = np.flatnonzero(~np.isfinite(lengths) | (lengths < 0))
+        if bad.size:
+            u, v, w = edges[bad[0]]
+            raise ValueError(
+                f"edge ({u!r}, {v!r}) has {weight}={w!r}; edge lengths must be "
+                "finite, non-negative numbers. Fix or remove that edge."
+            )
+        rows = np.array([index[u] for u, _, _ in edges], dtype=np.int64)
+        cols = np.array([index[v] for _, v, _ in edges], dtype=np.int64)
+        # the shortest of parallel edges (either direction: the graph is undirected)
+        lo, hi = np.minimum(rows, cols), np.maximum(rows, cols)
+        key = lo * n + hi
+        order = np.lexsort((lengths, key))
+        first = np.ones(order.size, dtype=bool)
+        first[1:] = key[order][1:] != key[order][:-1]
+        keep = order[first]
+        A = sp.coo_array((lengths[keep], (lo[keep], hi[keep])), shape=(n, n))
+        return sp.csr_array(A), items
+
+    @staticmethod
     def _adjacency(graph: Any, weight: str | None) -> tuple[sp.csr_array, list[Any]]:
         try:
             import networkx as nx
         except ImportError:  # pragma: no cover - networkx is a dependency
             nx = None
         if nx is not None and isinstance(graph, nx.Graph):
-            items = list(graph.nodes)
-            A = nx.to_scipy_sparse_array(
-                graph, nodelist=items, weight=weight, format="csr"
-            )
-            return sp.csr_array(A, dtype=np.float64), items
+            return GraphSpace._networkx_adjacency(graph, weight)
         if sp.issparse(graph):
             A = sp.csr_array(graph, dtype=np.float64)
         else:

@@ -50,3 +50,30 @@ def test_graph_errors():
         ss.GraphSpace(np.array([[0, -1.0], [-1.0, 0]]))
     with pytest.raises(ValueError, match="square"):
         ss.GraphSpace(np.zeros((2, 3)))
+
+
+def test_multigraph_takes_the_shortest_parallel_edge_as_networkx_does():
+    G = nx.MultiGraph()
+    G.add_weighted_edges_from(
+        [(0, 1, 1.0), (0, 1, 3.0), (1, 2, 1.0), (2, 1, 0.5), (2, 3, 2.0), (0, 3, 9.0)]
+    )
+    space = ss.GraphSpace(G)
+    reference = dict(nx.all_pairs_dijkstra_path_length(G))
+    for i, u in enumerate(space.items):
+        for j, v in enumerate(space.items):
+            assert space.distance_matrix[i, j] == reference[u][v]
+
+
+@pytest.mark.parametrize("bad", [-1.0, float("nan"), "long"])
+def test_bad_edge_lengths_are_refused_naming_the_edge(bad):
+    G = nx.MultiGraph()
+    G.add_edge("a", "b", weight=1.0)
+    G.add_edge("a", "b", weight=bad)  # a bad parallel edge, not hidden by a good one
+    G.add_edge("b", "c", weight=1.0)
+    with pytest.raises(ValueError, match=r"edge \('a', 'b'\) has weight="):
+        ss.GraphSpace(G)
+
+
+def test_an_empty_networkx_graph_is_refused():
+    with pytest.raises(ValueError, match="at least one node"):
+        ss.GraphSpace(nx.Graph())
