@@ -115,6 +115,16 @@ def check_distance_matrix(
     if (D < 0).any():
         idx = _first_index(D < 0)
         raise ValueError(f"{name} must be non-negative; entry {idx} is {D[idx]!r}.")
+    # Models and embeddings work with squared distances and their sums: refuse
+    # distances whose squares (times the number of items) would overflow.
+    limit = np.sqrt(np.finfo(np.float64).max / max(D.shape[0], 1) ** 2)
+    if (D > limit).any():
+        idx = _first_index(D > limit)
+        raise ValueError(
+            f"{name} has entry {idx} = {float(D[idx])!r}, too large to square in floating "
+            f"point (limit {limit:.3g} for {D.shape[0]} items). Rescale the distances "
+            "(e.g. divide by their largest value)."
+        )
     scale = max(float(np.abs(D).max()), 1.0)
     asym = np.abs(D - D.T) > atol * scale
     if asym.any():
@@ -276,7 +286,7 @@ def check_points(
     def where(mask: np.ndarray) -> str:
         idx = _first_index(mask)
         if axis_names is not None and len(axis_names) == len(idx):
-            return ", ".join(f"{a} {i}" for a, i in zip(axis_names, idx))
+            return ", ".join(f"{a} {i}" for a, i in zip(axis_names, idx, strict=True))
         return f"index {idx}"
 
     nan = np.isnan(arr)

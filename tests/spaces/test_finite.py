@@ -36,6 +36,7 @@ def test_distance_matrix_is_read_only_and_copied():
         ([[0, np.inf], [np.inf, 0]], "finite"),
         ([[0, np.nan], [np.nan, 0]], "finite"),
         ([[0, -1], [-1, 0]], "non-negative"),
+        ([[0, 1e200], [1e200, 0]], "too large to square"),
         ([["a", "b"], ["c", "d"]], "numeric"),
     ],
 )
