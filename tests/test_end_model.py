@@ -1,5 +1,7 @@
 """Kernel structured predictor: clean labels, loss weights, validation, sklearn."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -116,3 +118,26 @@ def test_sklearn_clone_and_params_round_trip(rng):
     again = clone(model).fit(X, y)
     np.testing.assert_array_equal(again.dual_coef_, model.dual_coef_)
     assert clone(model).set_params(nu=1.0).nu == 1.0
+
+
+def test_rbf_scale_is_free_of_the_features_magnitude():
+    # gamma="scale" is 1 / (n_features var X): scaling X by 2^k scales gamma by 2^-2k
+    # exactly, so the kernel and the predictions are bit for bit the same.
+    rng = np.random.default_rng(0)
+    space = ss.Permutations(3)
+    X, y = rng.normal(size=(120, 4)), rng.integers(0, 6, 120)
+    base = ss.KernelStructuredPredictor(space).fit(X, y)
+    for k in (-300, 300):
+        model = ss.KernelStructuredPredictor(space).fit(X * 2.0**k, y)
+        assert model.gamma_ == base.gamma_ * 2.0 ** (-2 * k)
+        np.testing.assert_array_equal(model.predict(X * 2.0**k), base.predict(X))
+
+
+@pytest.mark.parametrize("scale", [1e-160, 1e160])
+def test_features_beyond_floating_range_are_refused(scale):
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(30, 4)) * scale, rng.integers(0, 6, 30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a clear error, not NaN after RuntimeWarnings
+        with pytest.raises(ValueError, match="Standardize|standardize"):
+            ss.KernelStructuredPredictor(ss.Permutations(3)).fit(X, y)

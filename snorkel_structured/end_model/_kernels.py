@@ -13,11 +13,27 @@ KERNELS = ("rbf", "linear")
 
 
 def resolve_gamma(X: np.ndarray, gamma: float | str | None) -> float:
-    """RBF bandwidth: a number, or ``"scale"`` / None = 1 / (n_features * X.var())."""
-    if gamma is None or gamma == "scale":
-        var = float(X.var())
-        return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
-    return float(gamma)
+    """RBF bandwidth: a number, or ``"scale"`` / None = 1 / (n_features * X.var()).
+
+    The variance is taken of X divided by its largest entry, then scaled back, so
+    features of any magnitude give the same kernel; a bandwidth outside the
+    floating-point range is refused.
+    """
+    if not (gamma is None or gamma == "scale"):
+        return float(gamma)
+    top = float(np.abs(X).max()) if X.size else 0.0
+    var = float((X / top).var()) if top > 0 else 0.0
+    if var == 0.0:
+        return 1.0
+    with np.errstate(over="ignore", under="ignore"):
+        out = 1.0 / (X.shape[1] * var) / top / top
+    if not np.isfinite(out) or out == 0.0:
+        raise ValueError(
+            f"The features' largest entry is {top:.3g}: the RBF bandwidth "
+            "1 / (n_features * X.var()) is outside the floating-point range. "
+            "Standardize the features (e.g. sklearn.preprocessing.StandardScaler)."
+        )
+    return out
 
 
 def kernel_matrix(
@@ -26,11 +42,17 @@ def kernel_matrix(
     """Kernel between the rows of ``A`` (n_a, p) and ``B`` (n_b, p) -> (n_a, n_b)."""
     if kernel == "linear":
         return A @ B.T
-    sq = (
-        np.einsum("ij,ij->i", A, A)[:, None]
-        + np.einsum("ij,ij->i", B, B)[None, :]
-        - 2.0 * (A @ B.T)
-    )
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is refused below
+        sq = (
+            np.einsum("ij,ij->i", A, A)[:, None]
+            + np.einsum("ij,ij->i", B, B)[None, :]
+            - 2.0 * (A @ B.T)
+        )
+    if not np.isfinite(sq).all():
+        raise ValueError(
+            "Squared distances between feature rows overflow floating point; "
+            "standardize the features (e.g. sklearn.preprocessing.StandardScaler)."
+        )
     np.maximum(sq, 0.0, out=sq)
     sq *= -gamma
     return np.exp(sq, out=sq)
