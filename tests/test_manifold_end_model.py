@@ -10,6 +10,7 @@ from snorkel_structured import (
     Sphere,
     WrappedNormal,
 )
+from snorkel_structured.synthetic_manifold import make_manifold_data
 
 
 def _data(space, n, rng):
@@ -76,3 +77,22 @@ def test_end_model_validation(rng):
     m = KernelManifoldRegressor(s).fit(F, Y)
     with pytest.raises(ValueError, match="must have 2 features"):
         m.predict(F[:, :1])
+
+
+def test_a_query_far_from_every_row_gets_its_nearest_voted_row():
+    # Training row 0 has no vote. A query far from every training row has no kernel
+    # weight anywhere: it gets the nearest training row that has votes (it used to
+    # get row 0, and NaN).
+    sphere = Sphere(2)
+    rng = np.random.default_rng(0)
+    data = make_manifold_data(300, space=sphere, noise_scale=[0.1, 0.2, 0.3], seed=0)
+    votes = data.X.copy()
+    votes[0] = np.nan
+    lm = ManifoldLabelModel(sphere).fit(votes)
+    features = rng.normal(size=(300, 3))
+    reg = KernelManifoldRegressor(sphere).fit(features, votes, label_model=lm)
+    far = np.array([[1e3, 1e3, 1e3]])
+    nearest = np.argmin(((features - far) ** 2).sum(axis=1))
+    assert nearest != 0
+    expected = sphere.frechet_mean(votes[nearest][None], reg.beta_[None])
+    np.testing.assert_allclose(reg.predict(far), expected, atol=1e-9)

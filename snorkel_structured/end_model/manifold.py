@@ -186,11 +186,28 @@ class KernelManifoldRegressor(PersistenceMixin, BaseEstimator):
         alpha = ridge_weights(
             self.factor_, kernel_matrix(self.X_fit_, X, self.kernel, self.gamma_)
         ).T
-        w = np.maximum(alpha, 0.0)  # (n_new, n_train); see Notes
-        none = w.sum(axis=1) <= 0
-        if none.any():
-            w[none, np.argmax(alpha[none], axis=1)] = 1.0
         n, m, D = self.targets_.shape
+        # a training row counts only if it has a vote of positive weight
+        useful = (~np.isnan(self.targets_[:, :, 0]) & (self.beta_ > 0)[None, :]).any(1)
+        w = np.maximum(alpha, 0.0) * useful[None, :]  # (n_new, n_train); see Notes
+        none = np.flatnonzero(w.sum(axis=1) <= 0)
+        if none.size:
+            # No positive kernel weight on a useful row (e.g. a query far from every
+            # training row): the nearest useful training row in feature space, the
+            # kernel's limit for that query.
+            cand = np.flatnonzero(useful)
+            if cand.size == 0:
+                raise ValueError(
+                    "No training row has a vote of positive weight; refit on rows "
+                    "where some labeling function voted."
+                )
+            Xc = self.X_fit_[cand]
+            d2 = (
+                np.einsum("ij,ij->i", X[none], X[none])[:, None]
+                + np.einsum("ij,ij->i", Xc, Xc)[None, :]
+                - 2.0 * (X[none] @ Xc.T)
+            )
+            w[none, cand[np.argmin(d2, axis=1)]] = 1.0
         points = self.targets_.reshape(n * m, D)
         weights = (w[:, :, None] * self.beta_[None, None, :]).reshape(len(X), n * m)
         present = ~np.isnan(points[:, 0])
