@@ -221,6 +221,16 @@ def test_score_metrics(fitted):
     assert results == pytest.approx(dict(accuracy=0.5, f1=2 / 3))
 
 
+def test_score_when_every_row_abstains(fitted):
+    """Every row abstains (a tie under a uniform prior): coverage 0 and NaN metrics
+    with a warning that says why, where scikit-learn would raise on empty arrays."""
+    L = np.full((4, 3), -1)
+    with pytest.warns(UserWarning, match="metrics other than coverage are NaN"):
+        res = fitted.score(L, [0, 1, 0, 1], metrics=["accuracy", "coverage", "f1"])
+    assert res["coverage"] == 0.0
+    assert np.isnan(res["accuracy"]) and np.isnan(res["f1"])
+
+
 # -- test_optimizer, test_lr_scheduler, test_warmup, test_optimizer_init -------------------
 L_SMALL = np.array([[0, -1, 0], [0, 1, 0]])
 

@@ -9,6 +9,7 @@ Snorkel's ``get_weights``/``get_conditional_probs``) is computed from it here.
 from __future__ import annotations
 
 import functools
+import warnings
 from typing import Any
 
 import numpy as np
@@ -390,8 +391,18 @@ class PosteriorMethods:
             self._check_budget(L.shape[0], MAX_PROBA_BYTES, "")
             probs = np.zeros((L.shape[0], len(self.space)))
             probs[:, self.support_] = probs_u[inverse]
-        scores = scorer.score(y, preds, probs)  # drops -1 golds and preds but coverage
         keep = (preds != ABSTAIN) & (y != ABSTAIN)
+        if not keep.any() and any(m != "coverage" for m in metrics):
+            # Snorkel's scorer (scikit-learn) raises on empty arrays: say why instead.
+            warnings.warn(
+                "No row has both a prediction and a known gold label (the model "
+                "abstains, or Y is -1, on every row): metrics other than coverage are "
+                "NaN.",
+                UserWarning,
+                stacklevel=2,
+            )
+            scorer = Scorer(metrics=[m for m in snorkel_metrics if m == "coverage"])
+        scores = scorer.score(y, preds, probs)  # drops -1 golds and preds but coverage
         out: dict[str, float] = {}
         for name in metrics:
             if name in _STRUCTURED_METRICS:
@@ -399,7 +410,7 @@ class PosteriorMethods:
                 d = d if name == "mean_distance" else d * d
                 out[name] = float(d.mean()) if keep.any() else float("nan")
             else:
-                out[name] = float(scores[name])
+                out[name] = float(scores.get(name, np.nan))
         return out
 
     def sample_pseudolabels(self, L: Any, seed: Any = None) -> np.ndarray:
