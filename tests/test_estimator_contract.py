@@ -122,3 +122,25 @@ def test_not_fitted_error(name, method, arg):
     # the docstrings promise that scikit-learn's except clause catches it too
     with pytest.raises(SklearnNotFittedError):
         getattr(_make(name), method)(arg)
+
+
+@pytest.mark.parametrize("name", ["kernel_structured", "kernel_manifold"])
+def test_end_models_check_features_as_scikit_learn_does(name):
+    import scipy.sparse as sparse
+
+    X, y = _fit_args(name)
+    est = _make(name).fit(X, y)
+    assert est.n_features_in_ == X.shape[1]
+    with pytest.raises(ValueError, match="fitted with 4"):
+        est.predict(X[:3, :2])
+    bad = {
+        "no feature": (X[:, :0], "at least one row and column"),
+        "complex": (X.astype(complex), "complex"),
+        "sparse": (sparse.csr_matrix(X), "sparse"),
+    }
+    for what, (features, match) in bad.items():
+        with pytest.raises(ValueError, match=match):
+            _make(name).fit(features, y)
+        if what != "no feature":
+            with pytest.raises(ValueError, match=match):
+                est.predict(features[:3])

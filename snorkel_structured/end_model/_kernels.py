@@ -6,10 +6,46 @@ manifold end models predict from these weights, so they live here once.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import pandas as pd
+import scipy.sparse as sp
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
 
 KERNELS = ("rbf", "linear")
+
+
+def check_features(X: Any, name: str = "X") -> np.ndarray:
+    """Features as a fresh finite float64 (n_samples, n_features) array, or a clear
+    ValueError (sparse, complex, ragged, empty, non-finite)."""
+    if sp.issparse(X):
+        raise ValueError(
+            f"{name} is a sparse matrix; the kernel end models need dense features: "
+            "pass X.toarray()."
+        )
+    arr = X.to_numpy() if isinstance(X, pd.DataFrame) else X
+    if np.iscomplexobj(arr):
+        raise ValueError(f"{name} has complex entries; features must be real numbers.")
+    try:
+        arr = np.array(arr, dtype=np.float64, copy=True)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"{name} must be a numeric (n_samples, n_features) array; {exc}"
+        ) from None
+    if arr.ndim != 2:
+        raise ValueError(
+            f"{name} must be a 2-D (n_samples, n_features) array; got shape "
+            f"{arr.shape}. Reshape a single feature with X.reshape(-1, 1)."
+        )
+    if arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise ValueError(
+            f"{name} must have at least one row and column; got shape {arr.shape}."
+        )
+    if not np.isfinite(arr).all():
+        idx = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])
+        raise ValueError(f"{name} must be finite; entry {idx} is {arr[idx]!r}.")
+    return arr
 
 
 def resolve_gamma(X: np.ndarray, gamma: float | str | None) -> float:

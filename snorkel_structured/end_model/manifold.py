@@ -16,6 +16,7 @@ from snorkel_structured._validation import (
 )
 from snorkel_structured.end_model._kernels import (
     KERNELS,
+    check_features,
     kernel_matrix,
     resolve_gamma,
     ridge_factor,
@@ -49,6 +50,7 @@ class KernelManifoldRegressor(PersistenceMixin, BaseEstimator):
     Attributes
     ----------
     X_fit_ : ndarray of shape (n_samples, n_features)
+    n_features_in_ : int
     targets_ : ndarray of shape (n_samples, n_lfs, ambient_dim)
         Training LF outputs (NaN = abstain), or clean labels with ``n_lfs = 1``.
     beta_ : ndarray of shape (n_lfs,)
@@ -95,15 +97,6 @@ class KernelManifoldRegressor(PersistenceMixin, BaseEstimator):
         self.tol = tol
         self.max_iter = max_iter
 
-    def _check_X(self, X: Any, name: str = "X") -> np.ndarray:
-        arr = np.array(X, dtype=np.float64, copy=True)
-        if arr.ndim != 2 or not np.isfinite(arr).all():
-            raise ValueError(
-                f"{name} must be a finite 2-D (n_samples, n_features) array; got shape "
-                f"{arr.shape}."
-            )
-        return arr
-
     def fit(
         self, X: Any, lf_outputs: Any, label_model: Any = None
     ) -> KernelManifoldRegressor:
@@ -131,7 +124,7 @@ class KernelManifoldRegressor(PersistenceMixin, BaseEstimator):
         if self.kernel not in KERNELS:
             raise ValueError(f"kernel must be one of {KERNELS}; got {self.kernel!r}.")
         nu = check_scalar(self.nu, "nu", low=0.0, low_inclusive=False)
-        X = self._check_X(X)
+        X = check_features(X)
         T = np.asarray(lf_outputs)
         if T.ndim == 3:
             if label_model is None or not hasattr(label_model, "weights_"):
@@ -171,6 +164,7 @@ class KernelManifoldRegressor(PersistenceMixin, BaseEstimator):
         K = kernel_matrix(X, X, self.kernel, self.gamma_)
         self.factor_ = ridge_factor(K, nu)
         self.X_fit_ = X
+        self.n_features_in_ = X.shape[1]
         self.targets_ = T
         self.beta_ = beta
         return self
@@ -178,10 +172,11 @@ class KernelManifoldRegressor(PersistenceMixin, BaseEstimator):
     def predict(self, X: Any) -> np.ndarray:
         """Predicted labels, shape (n_new, ambient_dim)."""
         check_is_fitted(self, "factor_")
-        X = self._check_X(X)
-        if X.shape[1] != self.X_fit_.shape[1]:
+        X = check_features(X)
+        if X.shape[1] != self.n_features_in_:
             raise ValueError(
-                f"X must have {self.X_fit_.shape[1]} features, as in fit; got {X.shape[1]}."
+                f"X has {X.shape[1]} features, but the model was fitted with "
+                f"{self.n_features_in_}."
             )
         alpha = ridge_weights(
             self.factor_, kernel_matrix(self.X_fit_, X, self.kernel, self.gamma_)

@@ -17,6 +17,7 @@ from sklearn.base import BaseEstimator
 from snorkel_structured._validation import check_is_fitted, check_scalar
 from snorkel_structured.end_model._kernels import (
     KERNELS,
+    check_features,
     kernel_matrix,
     resolve_gamma,
     ridge_factor,
@@ -29,29 +30,6 @@ __all__ = ["KernelStructuredPredictor"]
 
 _CANDIDATES = ("support", "all")
 _METRICS = ("accuracy", "neg_sq_dist")
-
-
-def _check_features(X: Any, name: str = "X") -> np.ndarray:
-    arr = X.to_numpy(dtype=np.float64) if isinstance(X, pd.DataFrame) else X
-    try:
-        arr = np.array(arr, dtype=np.float64, copy=True)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(
-            f"{name} must be a numeric (n_samples, n_features) array; {exc}"
-        ) from None
-    if arr.ndim != 2:
-        raise ValueError(
-            f"{name} must be a 2-D (n_samples, n_features) array; got shape "
-            f"{arr.shape}. Reshape a single feature with X.reshape(-1, 1)."
-        )
-    if arr.shape[0] == 0 or arr.shape[1] == 0:
-        raise ValueError(
-            f"{name} must have at least one row and column; got shape {arr.shape}."
-        )
-    if not np.isfinite(arr).all():
-        idx = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])
-        raise ValueError(f"{name} must be finite; entry {idx} is {arr[idx]!r}.")
-    return arr
 
 
 def _check_labels(y: Any, r: int, n: int, name: str = "y") -> np.ndarray:
@@ -189,7 +167,7 @@ class KernelStructuredPredictor(BaseEstimator):
         if not (self.gamma == "scale" or self.gamma is None):
             check_scalar(self.gamma, "gamma", low=0.0, low_inclusive=False)
         check_scalar(self.chunk_size, "chunk_size", kind="int", low=1)
-        Xa = _check_features(X)
+        Xa = check_features(X)
         n, r = Xa.shape[0], len(self.space)
         if isinstance(y, pd.DataFrame):
             if y.shape[0] != n:
@@ -223,7 +201,7 @@ class KernelStructuredPredictor(BaseEstimator):
 
     def _scores_chunks(self, X: Any):
         check_is_fitted(self, "dual_coef_")
-        Xa = _check_features(X)
+        Xa = check_features(X)
         if Xa.shape[1] != self.n_features_in_:
             raise ValueError(
                 f"X has {Xa.shape[1]} features, but the model was fitted with "
