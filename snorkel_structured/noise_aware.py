@@ -503,12 +503,8 @@ def loss_weights(
         Row index of the result (overrides a DataFrame's index).
     seed : None, int or numpy.random.Generator
         Seeds the pseudolabel draws (and Monte Carlo Q).
-    power : {1, 2}, default=2
-        The noise family exp(-theta_a d^power) / Z_a(y).
-    outlier_rate, outlier_dist : array-like of shape (n_lfs,) and (n_lfs, r), optional
-        The outlier component: P(lambda_a = v | y) = (1 - eps_a) exp(-theta_a
-        d^power) / Z + eps_a h_a(v) (``StructuredLabelModel``'s ``outlier_rate_``
-        and ``outlier_dist_``).
+    power, outlier_rate, outlier_dist
+        The noise family, as in :func:`noise_matrix`.
     **noise_options
         ``method``, ``max_patterns``, ``n_draws``, ``warn_condition`` of
         :func:`noise_matrix`.

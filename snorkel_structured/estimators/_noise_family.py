@@ -246,11 +246,12 @@ def choose_family(
     for p, o, omega in candidates:
         sq = _SqDists(S, p)
         fit_on = [_Problem(st, sq, weighted(lab, omega), vw) for st, lab in halves]
-        score_on = [_Problem(st, sq, lab, vw) for st, lab in halves]
-        for j in (0, 1):
-            # An outlier vote is drawn from the LF's vote distribution as estimated
-            # on the fitting half: the held-out half's own would leak its votes.
-            score_on[j].log_h = fit_on[1 - j].log_h
+        # An outlier vote is drawn from the LF's vote distribution as estimated on
+        # the fitting half: the held-out half's own would leak its votes.
+        score_on = [
+            _Problem(st, sq, lab, vw, log_h=fit_on[1 - j].log_h)
+            for j, (st, lab) in enumerate(halves)
+        ]
         th0 = _start_theta(base, base_prob, p)
         for i in (0, 1):
             fit = _fit(fit_on[i], T, base, th0, o, fold_options)

@@ -130,6 +130,19 @@ class _NoPlots:
         return lambda *args, **kwargs: None
 
 
+def _add_output_options(command: argparse.ArgumentParser) -> None:
+    """``--out`` and ``--no-progress``, shared by the commands that write results."""
+    command.add_argument(
+        "--out",
+        type=Path,
+        default=Path("results"),
+        help="output folder (default: results/)",
+    )
+    command.add_argument(
+        "--no-progress", action="store_true", help="hide progress bars"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="snorkel-structured",
@@ -163,13 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="override the grid's sample sizes",
     )
-    rep.add_argument(
-        "--out",
-        type=Path,
-        default=Path("results"),
-        help="output folder (default: results/)",
-    )
-    rep.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    _add_output_options(rep)
     bench = sub.add_parser(
         "benchmark",
         help="label models vs aggregators on real weak-supervision tasks",
@@ -194,13 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help="seeds, e.g. '0 1 2' or '0-4' (default: 0-2, or 0 with --quick)",
     )
-    bench.add_argument(
-        "--out",
-        type=Path,
-        default=Path("results"),
-        help="output folder (default: results/)",
-    )
-    bench.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    _add_output_options(bench)
     return parser
 
 
