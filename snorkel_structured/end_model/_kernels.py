@@ -72,18 +72,26 @@ def resolve_gamma(X: np.ndarray, gamma: float | str | None) -> float:
     return out
 
 
+def squared_distances(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """Squared Euclidean distances between the rows of A and B, (n_a, n_b).
+
+    May hold inf where the features overflow; :func:`kernel_matrix` refuses that.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        return (
+            np.einsum("ij,ij->i", A, A)[:, None]
+            + np.einsum("ij,ij->i", B, B)[None, :]
+            - 2.0 * (A @ B.T)
+        )
+
+
 def kernel_matrix(
     A: np.ndarray, B: np.ndarray, kernel: str, gamma: float
 ) -> np.ndarray:
     """Kernel between the rows of ``A`` (n_a, p) and ``B`` (n_b, p) -> (n_a, n_b)."""
     if kernel == "linear":
         return A @ B.T
-    with np.errstate(over="ignore", invalid="ignore"):  # overflow is refused below
-        sq = (
-            np.einsum("ij,ij->i", A, A)[:, None]
-            + np.einsum("ij,ij->i", B, B)[None, :]
-            - 2.0 * (A @ B.T)
-        )
+    sq = squared_distances(A, B)
     if not np.isfinite(sq).all():
         raise ValueError(
             "Squared distances between feature rows overflow floating point; "

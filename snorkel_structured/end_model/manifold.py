@@ -21,6 +21,7 @@ from snorkel_structured.end_model._kernels import (
     resolve_gamma,
     ridge_factor,
     ridge_weights,
+    squared_distances,
 )
 
 __all__ = ["KernelManifoldRegressor"]
@@ -196,12 +197,7 @@ class KernelManifoldRegressor(PersistenceMixin, BaseEstimator):
                     "No training row has a vote of positive weight; refit on rows "
                     "where some labeling function voted."
                 )
-            Xc = self.X_fit_[cand]
-            d2 = (
-                np.einsum("ij,ij->i", X[none], X[none])[:, None]
-                + np.einsum("ij,ij->i", Xc, Xc)[None, :]
-                - 2.0 * (X[none] @ Xc.T)
-            )
+            d2 = squared_distances(X[none], self.X_fit_[cand])
             w[none, cand[np.argmin(d2, axis=1)]] = 1.0
         points = self.targets_.reshape(n * m, D)
         weights = (w[:, :, None] * self.beta_[None, None, :]).reshape(len(X), n * m)
