@@ -47,7 +47,7 @@ from snorkel_structured.label_model._dependency_groups import (
     check_dependencies,
     dependency_groups,
 )
-from snorkel_structured.label_model._manifold_helpers import eb_shrink
+from snorkel_structured.label_model._manifold_shrinkage import eb_shrink
 from snorkel_structured.noise.manifold import make_noise
 from snorkel_structured.spaces.manifolds import Euclidean, Hyperbolic, Sphere
 
