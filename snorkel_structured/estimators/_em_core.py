@@ -25,6 +25,7 @@ accelerated with SQUAREM (Varadhan and Roland, 2008) with a monotonicity safegua
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,9 +35,9 @@ from scipy.special import expit, logsumexp
 
 from snorkel_structured._validation import ABSTAIN
 from snorkel_structured.estimators._stats import VoteStats
+from snorkel_structured.noise.finite import THETA_CAP, dissimilarity_unit
 from snorkel_structured.spaces.finite import DENSE_MAX_LABELS, FiniteMetricSpace
 
-_THETA_MAX = 50.0
 # P(abstain | Y) is kept inside [_ALPHA_MIN, 1 - _ALPHA_MIN] (finite logs).
 _ALPHA_MIN = 1e-9
 # Outlier rates of the robust family stay inside [_EPS_MIN, _EPS_MAX].
@@ -77,6 +78,19 @@ class _SqDists:
             self.S = np.asarray(S_or_space, dtype=np.float64)
             self.r = self.S.shape[0]
         self._cache: dict[int, np.ndarray] = {}
+
+    @functools.cached_property
+    def unit(self) -> float:
+        """The smallest positive d^power: theta = 1 / unit is a soft majority vote."""
+        # A large space is measured on row 0 (the unit only has to scale with the
+        # distances).
+        known = self.S if self.S is not None else self.sq_rows([0])
+        return dissimilarity_unit(known, self.power)
+
+    @property
+    def theta_max(self) -> float:
+        """The cap on theta (:func:`~snorkel_structured.noise.finite.theta_cap`)."""
+        return THETA_CAP / self.unit
 
     @property
     def dense(self) -> bool:
@@ -148,17 +162,18 @@ def _solve_theta(
     target: np.ndarray,
     theta0: np.ndarray,
     *,
+    theta_max: float,
     xtol: float = 1e-11,
     max_iter: int = 100,
 ) -> np.ndarray:
     """theta_t with sum_j weights[t, j] E_theta[d^2 | row j] = target_t (weights sum to 1).
 
-    Safeguarded Newton on [0, _THETA_MAX], vectorized over targets, warm-started at
+    Safeguarded Newton on [0, theta_max], vectorized over targets, warm-started at
     ``theta0``: the mean is strictly decreasing in theta (derivative -variance).
     ``vals``/``logmult`` are (k, q) row distributions; ``weights`` is (t, k).
     """
     t = target.shape[0]
-    lo, hi = np.zeros(t), np.full(t, _THETA_MAX)
+    lo, hi = np.zeros(t), np.full(t, theta_max)
 
     def f(th: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         _, m1, var = _dist_moments(
@@ -168,8 +183,8 @@ def _solve_theta(
 
     f_lo, _ = f(lo, weights)
     f_hi, _ = f(hi, weights)
-    x = np.clip(theta0, 0.0, _THETA_MAX).astype(np.float64)
-    x = np.where(target >= f_lo, 0.0, np.where(target <= f_hi, _THETA_MAX, x))
+    x = np.clip(theta0, 0.0, theta_max).astype(np.float64)
+    x = np.where(target >= f_lo, 0.0, np.where(target <= f_hi, theta_max, x))
     active = (target < f_lo) & (target > f_hi)
     for _ in range(max_iter):
         if not active.any():
@@ -564,6 +579,7 @@ class _Problem:
         N = N + _PSEUDO_VOTES * w[None, :]
         num = num + _PSEUDO_VOTES * (w * prior_d2)[None, :]
         vals, logmult = self.dists(T)
+        cap = self.sq.theta_max
         has = self.n_voted > 0
         new = theta.copy()
         if label_dependent:
@@ -572,7 +588,7 @@ class _Problem:
             target = np.where(ok, num / np.where(ok, N, 1.0), pooled[:, None])  # (m, k)
             eye = np.broadcast_to(np.eye(k)[None], (self.m, k, k)).reshape(-1, k)
             sol = _solve_theta(
-                vals, logmult, eye, target.ravel(), theta.ravel()
+                vals, logmult, eye, target.ravel(), theta.ravel(), theta_max=cap
             ).reshape(self.m, k)
             new[has] = sol[has]
             return w, new, eps
@@ -582,12 +598,16 @@ class _Problem:
             tot_all = N[has].sum()
             target1 = np.array([num[has].sum() / max(tot_all, 1e-300)])
             wts1 = N[has].sum(0, keepdims=True) / max(tot_all, 1e-300)
-            new[:] = _solve_theta(vals, logmult, wts1, target1, theta[has][:1])[0]
+            new[:] = _solve_theta(
+                vals, logmult, wts1, target1, theta[has][:1], theta_max=cap
+            )[0]
             return w, new, eps
         tot = N.sum(1)
         target = num.sum(1) / np.maximum(tot, 1e-300)
         wts = N / np.maximum(tot, 1e-300)[:, None]
-        new[has] = _solve_theta(vals, logmult, wts[has], target[has], theta[has])
+        new[has] = _solve_theta(
+            vals, logmult, wts[has], target[has], theta[has], theta_max=cap
+        )
         return w, new, eps
 
     def loglik(
@@ -672,7 +692,7 @@ def _run_em(
 
     def unpack(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, Any, Any]:
         lw = x[:k] - logsumexp(x[:k])
-        th = np.clip(x[k : k + n_th].reshape(theta.shape), 0.0, _THETA_MAX)
+        th = np.clip(x[k : k + n_th].reshape(theta.shape), 0.0, prob.sq.theta_max)
         al = ep = None
         if alpha is not None:
             al = np.clip(

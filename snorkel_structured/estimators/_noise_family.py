@@ -32,7 +32,6 @@ import numpy as np
 from scipy.special import logsumexp
 
 from snorkel_structured.estimators._em_core import (
-    _THETA_MAX,
     EMFit,
     _Problem,
     _run_em,
@@ -89,7 +88,8 @@ def shrink_theta(theta: np.ndarray, s: float) -> np.ndarray:
     if s == 0.0:
         return theta
     mean = theta.mean(axis=0, keepdims=True)
-    return np.clip(mean + (1.0 - s) * (theta - mean), 0.0, _THETA_MAX)
+    # a convex combination of thetas inside [0, cap] stays inside it
+    return mean + (1.0 - s) * (theta - mean)
 
 
 def _labeled_score(
@@ -223,7 +223,8 @@ def choose_family(
             return base, base_prob
         prob = _Problem(stats, _SqDists(S, p), weighted(labeled, omega), vw)
         # From the base (not the halves' fits): a symmetric problem stays symmetric.
-        return _fit(prob, T, base, _start_theta(base, base_prob, p), o, options), prob
+        th0 = _start_theta(base, base_prob, prob.sq)
+        return _fit(prob, T, base, th0, o, options), prob
 
     if noise_model.get("theta") == "label" and len(outliers) > 1:
         # A theta per LF and label already shapes each LF's errors per label; an
@@ -252,7 +253,7 @@ def choose_family(
             _Problem(st, sq, lab, vw, log_h=fit_on[1 - j].log_h)
             for j, (st, lab) in enumerate(halves)
         ]
-        th0 = _start_theta(base, base_prob, p)
+        th0 = _start_theta(base, base_prob, sq)
         for i in (0, 1):
             fit = _fit(fit_on[i], T, base, th0, o, fold_options)
             for s in shrinkages:
@@ -299,13 +300,14 @@ def choose_family(
     )
 
 
-def _start_theta(base: EMFit, base_prob: _Problem, power: float) -> np.ndarray:
-    """theta for d^power matching theta_2 d^2 at the typical distance of the space."""
+def _start_theta(base: EMFit, base_prob: _Problem, sq: _SqDists) -> np.ndarray:
+    """theta for d^p (``sq.power``) matching theta_2 d^2 at the space's typical distance."""
+    power = sq.power
     if power == 2.0:
         return base.theta
     S2 = base_prob.sq.sq_rows(np.arange(min(base_prob.r, 64)))
     typical = float(np.sqrt(S2[S2 > 0]).mean()) if (S2 > 0).any() else 1.0
-    return np.clip(base.theta * typical ** (2.0 - power), 0.0, _THETA_MAX)
+    return np.clip(base.theta * typical ** (2.0 - power), 0.0, sq.theta_max)
 
 
 def _with_theta(fit: EMFit, theta: np.ndarray) -> EMFit:

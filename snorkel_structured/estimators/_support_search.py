@@ -35,9 +35,14 @@ def _profile_single_center(prob: _Problem, C: np.ndarray) -> tuple[int, np.ndarr
     vals, logmult = prob.dists(C)
     c = C.size
     one = np.broadcast_to(np.eye(c)[None], (prob.m, c, c)).reshape(-1, c)
-    th = _solve_theta(vals, logmult, one, mean_d2.ravel(), np.ones(prob.m * c)).reshape(
-        prob.m, c
-    )
+    th = _solve_theta(
+        vals,
+        logmult,
+        one,
+        mean_d2.ravel(),
+        np.full(prob.m * c, 1.0 / prob.sq.unit),
+        theta_max=prob.sq.theta_max,
+    ).reshape(prob.m, c)
     logz, _, _ = _dist_moments(th[:, :, None], vals[None], logmult[None])
     ll = -(prob.n_voted[:, None] * (th * mean_d2 + logz)).sum(0)  # (c,)
     best = int(np.argmax(ll))
@@ -203,7 +208,7 @@ def prune_full_prior(
     prob : _Problem
     starts : list of (T, w, theta)
         Fits whose prior is spread (smoothed) over C as starting points of the full fit;
-        a uniform prior with theta = 1 (a soft majority vote) is always tried too.
+        a uniform prior with theta = 1 / unit (a soft majority vote) is always tried too.
     C : ndarray of int
         Candidate labels.
 
@@ -217,7 +222,7 @@ def prune_full_prior(
     # A start may hold labels outside the candidates (the tensor start is not limited
     # to the most-voted labels): they join the candidates.
     C = np.union1d(C, np.concatenate([T for T, _, _ in starts]) if starts else C)
-    full_starts = [(np.full(C.size, 1.0 / C.size), np.ones(prob.m))]
+    full_starts = [(np.full(C.size, 1.0 / C.size), np.full(prob.m, 1.0 / prob.sq.unit))]
     for T, w, theta in starts:
         w_c = np.full(C.size, 0.1 / C.size)
         w_c[np.searchsorted(C, T)] += 0.9 * w

@@ -4,8 +4,8 @@
 patterns (the steps live in :mod:`._em_core`, the support choice in
 :mod:`._support_search`); :func:`em_refine` runs EM from a given start.
 
-Starting points: with a given support or prior, theta = 1 for every LF (the first
-E-step is then a soft majority vote), and a label-dependent model is fitted directly.
+Starting points: with a given support or prior, theta = 1 / (smallest positive d^p)
+for every LF (the first E-step is then a soft majority vote), and a label-dependent model is fitted directly.
 Otherwise the tensor estimate when it is identifiable (spaces of at most
 1,000 labels); else a greedy search over supports among candidate labels (all labels,
 or the 64 most-voted ones in a larger space): the best single-center model, then labels
@@ -27,7 +27,6 @@ from snorkel_structured.estimators._em_core import (
     _ALPHA_MIN,
     _MAX_CANDIDATES,
     _TENSOR_START_MAX,
-    _THETA_MAX,
     EMFit,
     _Problem,
     _run_em,
@@ -645,8 +644,9 @@ def mle_estimate(
         np.log(np.maximum(fit.w, 1e-300)), fit.theta, T, fit.alpha, fit.eps
     )
     vote_sq = prob.vote_moments(R, T)[1].sum(axis=1)
-    never_wrong = (np.atleast_2d(th.T).T >= 0.999 * _THETA_MAX).any(axis=1) | (
-        (vote_sq < 1.0) & (prob.n_voted > 0)
+    unit_sq = prob.sq.unit ** (2.0 / prob.sq.power)  # smallest positive d^2
+    never_wrong = (np.atleast_2d(th.T).T >= 0.999 * prob.sq.theta_max).any(axis=1) | (
+        (vote_sq < unit_sq) & (prob.n_voted > 0)
     )
     at_bound = np.flatnonzero(never_wrong)
     if at_bound.size:
@@ -654,8 +654,9 @@ def mle_estimate(
         # model's labels (constant within groups of rows, or a function of other LFs),
         # which breaks conditional independence.
         msg = (
-            f"LF(s) {at_bound.tolist()} reached theta={_THETA_MAX:g}, the upper bound, or "
-            "less than one unit of squared distance over all their votes: the "
+            f"LF(s) {at_bound.tolist()} reached theta={prob.sq.theta_max:g}, the upper "
+            "bound, or less than the smallest squared distance of the space over all "
+            "their votes: the "
             "model treats them as never wrong and lets them decide the labels. This "
             "usually means they are not conditionally independent of the other LFs "
             "(e.g. constant within groups, or copies of another LF); check them with "
@@ -695,7 +696,7 @@ def _starts(
         else:
             w0 = np.full(T.size, 1.0 / T.size)
         # theta = 1 for every LF: the first E-step is a soft majority vote over T
-        return [("given", T, w0, np.full(prob.m, 1.0))]
+        return [("given", T, w0, np.full(prob.m, 1.0 / sq.unit))]
     if not isinstance(init, str):
         p = np.asarray(init.prior, dtype=np.float64)
         T = np.flatnonzero(p > 0)
@@ -718,7 +719,7 @@ def _starts(
                 )
                 if ok:
                     th = np.clip(
-                        np.asarray(est.theta, dtype=np.float64), 0.0, _THETA_MAX
+                        np.asarray(est.theta, dtype=np.float64), 0.0, sq.theta_max
                     )
                     starts.append(("tensor", T, p[T] / p[T].sum(), th))
                     tensor_ok = True

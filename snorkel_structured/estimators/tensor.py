@@ -37,7 +37,7 @@ from __future__ import annotations
 import functools
 import itertools
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -53,7 +53,11 @@ from snorkel_structured._validation import (
 from snorkel_structured.embedding import PseudoEuclideanEmbedding
 from snorkel_structured.estimators._stats import VoteStats
 from snorkel_structured.exceptions import IdentifiabilityWarning
-from snorkel_structured.noise.finite import theta_from_expected_sq_dist
+from snorkel_structured.noise.finite import (
+    THETA_CAP,
+    dissimilarity_unit,
+    theta_from_expected_sq_dist,
+)
 
 __all__ = ["TensorEstimate", "tensor_estimate"]
 
@@ -70,7 +74,6 @@ _REL_TOL = 1e-10
 _MIN_ROWS_PER_COMPONENT = 20
 # Candidate labels scored by likelihood per component (after a cheap screen).
 _N_CANDIDATES = 16
-_THETA_MAX = 50.0
 
 
 @dataclass(frozen=True)
@@ -263,7 +266,7 @@ def _identify_labels(S: np.ndarray, pmfs: np.ndarray) -> tuple[np.ndarray, np.nd
         var = np.clip((p * rows * rows).sum(-1) - mean * mean, 0.0, None)
         return logZ, mean, var
 
-    grid = np.concatenate([[0.0], np.geomspace(1e-3, _THETA_MAX, 40)])
+    grid = np.concatenate([[0.0], np.geomspace(1e-3, THETA_CAP, 40)])
     logZ_grid = g_and_moments(grid[:, None])[0]  # (G, c)
     g_grid = -grid[:, None, None, None] * t[None] - logZ_grid[:, None, None, :]
     theta = grid[np.argmax(g_grid, axis=0)]  # (k, m, c)
@@ -271,7 +274,7 @@ def _identify_labels(S: np.ndarray, pmfs: np.ndarray) -> tuple[np.ndarray, np.nd
         _, mean, var = g_and_moments(theta)
         step = (mean - t) / np.maximum(var, 1e-300)
         step = np.clip(step, -0.5 * (theta + 1), theta + 1)
-        new = np.clip(theta + step, 0, _THETA_MAX)
+        new = np.clip(theta + step, 0, THETA_CAP)
         done = np.abs(new - theta).max() <= 1e-12 * (1 + theta.max())
         theta = new
         if done:
@@ -423,25 +426,35 @@ def tensor_estimate(
         stats, S, n_components, embedding, n_restarts
     )
     rng = check_seed(seed)
+    # The estimate runs in units of the smallest positive squared distance: the
+    # constant coordinate of x~ = [x, 1] and the theta grid then weigh the same
+    # whatever the unit of S, and the result scales exactly with it.
+    unit = dissimilarity_unit(S)
+    coords = None if embedding is None else embedding.coords_ / np.sqrt(unit)
     # Every matrix here is at most r x r: multithreaded BLAS only adds overhead, and
     # on a busy machine OpenBLAS threads on a 120 x 120 SVD cost 100x (measured).
     with _blas_controller().limit(limits=1, user_api="blas"):
-        return _tensor_estimate(
-            stats, S, k_given, embedding, n_restarts, rng, dependencies
+        est = _tensor_estimate(
+            stats, S / unit, k_given, coords, n_restarts, rng, dependencies, unit
         )
+    return replace(
+        est, expected_sq_dist=est.expected_sq_dist * unit, theta=est.theta / unit
+    )
 
 
 def _tensor_estimate(
     stats: VoteStats,
     S: np.ndarray,
     k_given: int | None,
-    embedding: PseudoEuclideanEmbedding | None,
+    coords: np.ndarray | None,
     n_restarts: int,
     rng: np.random.Generator,
-    dependencies: Any = (),
+    dependencies: Any,
+    unit: float,
 ) -> TensorEstimate:
-    if embedding is None:
-        embedding = PseudoEuclideanEmbedding().fit(S)
+    """The estimate for ``S`` in units of ``unit`` (E[d^2] and theta in those units)."""
+    if coords is None:
+        coords = PseudoEuclideanEmbedding().fit(S).coords_
     r, m = S.shape[0], stats.n_lfs
     messages: list[str] = []
 
@@ -488,7 +501,7 @@ def _tensor_estimate(
     k_spec = max(trip_rank.values())
     k = k_given if k_given is not None else max(k_spec, 1)
 
-    Xt = np.hstack([embedding.coords_, np.ones((r, 1))])  # x~ = [x, 1]
+    Xt = np.hstack([coords, np.ones((r, 1))])  # x~ = [x, 1]
     D = Xt.shape[1]
     if k > D:
         warn(
@@ -660,7 +673,7 @@ def _tensor_estimate(
     if bad.size:
         warn(
             f"LF(s) {bad.tolist()} got an invalid E[d^2] estimate "
-            f"{np.round(esd[bad], 4).tolist()} (outside [0, 1.5 x uniform mean]): not "
+            f"{np.round(esd[bad] * unit, 4).tolist()} (outside [0, 1.5 x uniform mean]): not "
             "identifiable from these moments."
         )
     finite = np.isfinite(esd)

@@ -25,8 +25,37 @@ __all__ = [
     "log_conditional_probs",
     "log_posterior",
     "sample_votes",
+    "theta_cap",
     "theta_from_expected_sq_dist",
 ]
+
+# theta times the smallest positive dissimilarity stays below this: at the cap an LF
+# votes a nearest wrong label e^-50 times as often as the right one, i.e. never.
+THETA_CAP = 50.0
+
+
+def dissimilarity_unit(sq_dists: np.ndarray, power: float = 2.0) -> float:
+    """The smallest positive d^p among ``sq_dists`` (squared distances); 1 if none."""
+    sq = np.asarray(sq_dists, dtype=np.float64)
+    positive = sq[sq > 0]
+    return float(positive.min()) ** (power / 2.0) if positive.size else 1.0
+
+
+def theta_cap(sq_dists: np.ndarray, power: float = 2.0) -> float:
+    """The largest theta of exp(-theta d^p): ``THETA_CAP`` / (smallest positive d^p).
+
+    A cap in units of the space's own distances, so that scaling every distance by c
+    scales the fitted theta by c^-p and changes nothing else (a fixed cap would turn
+    good LFs into perfect ones on a space measured in small units).
+
+    Parameters
+    ----------
+    sq_dists : ndarray
+        Squared distances (the matrix, or some of its rows).
+    power : float, default=2.0
+        The p of d^p.
+    """
+    return THETA_CAP / dissimilarity_unit(sq_dists, power)
 
 
 def _theta_by_label(theta: np.ndarray, r: int) -> np.ndarray:
@@ -113,7 +142,7 @@ def theta_from_expected_sq_dist(
     prior: Any = None,
     *,
     theta_min: float = 0.0,
-    theta_max: float = 50.0,
+    theta_max: float | None = None,
     xtol: float = 1e-12,
     max_iter: int = 200,
 ) -> np.ndarray:
@@ -133,12 +162,16 @@ def theta_from_expected_sq_dist(
         label-dependent model), each solved against its own row of S.
     prior : array-like of shape (r,), optional
         Weights over the true label for shape-(m,) targets; default uniform.
+    theta_min, theta_max : float, optional
+        The search range; ``theta_max`` defaults to :func:`theta_cap` of ``S``.
 
     Returns
     -------
     theta : ndarray of the shape of ``expected``
     """
     S = np.asarray(S, dtype=np.float64)
+    if theta_max is None:
+        theta_max = theta_cap(S)
     r = S.shape[0]
     target = np.asarray(expected, dtype=np.float64)
     if target.ndim == 2:
