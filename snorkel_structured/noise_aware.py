@@ -15,7 +15,6 @@ paper's P and with estimated ones its Q.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +22,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import logsumexp
 
+from snorkel_structured import _warnings
 from snorkel_structured._validation import (
     ABSTAIN,
     check_label_matrix,
@@ -436,7 +436,7 @@ def noise_matrix(
         )
     cond = float(sv[0] / sv[-1])
     if cond > warn_condition:
-        warnings.warn(
+        _warnings.warn(
             f"Q is ill-conditioned (condition number {cond:.3g} > warn_condition="
             f"{warn_condition:g}, sigma_min {sv[-1]:.3g}): Q^-1 loss weights will be "
             "large and noisy. Shrink the support or use more informative LFs.",

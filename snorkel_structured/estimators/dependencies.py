@@ -52,7 +52,7 @@ is kept for diagnosis, not as the default.
 
 from __future__ import annotations
 
-import warnings
+import functools
 from typing import Any
 
 import numpy as np
@@ -61,6 +61,7 @@ from scipy import sparse
 from scipy.special import logsumexp
 from scipy.stats import norm
 
+from snorkel_structured import _warnings
 from snorkel_structured._validation import (
     ABSTAIN,
     check_is_fitted,
@@ -582,15 +583,27 @@ def _bootstrap_z(diff: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         its centre, the bootstrap image of z under the null.
     """
     d0, boot = diff[0], diff[1:]
-    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN pairs stay NaN
-        # a resample where a pair's prediction is undefined is left out of its stats
-        centre = np.nanmedian(boot, axis=0)
-        se = np.nanstd(boot, axis=0, ddof=1)
+    # a resample where a pair's prediction is undefined is left out of its stats
+    centre = _column_nan_stat(np.nanmedian, boot, min_count=1)
+    se = _column_nan_stat(functools.partial(np.nanstd, ddof=1), boot, min_count=2)
+    with np.errstate(invalid="ignore", divide="ignore"):
         se = np.where(se > 0, se, np.nan)
         z = (2.0 * d0 - centre) / se
         z_null = (boot - centre) / se
     return z, z_null
+
+
+def _column_nan_stat(stat: Any, x: np.ndarray, *, min_count: int) -> np.ndarray:
+    """``stat(x, axis=0)`` ignoring NaN; NaN where a column has < min_count numbers.
+
+    (numpy's nan-functions would warn on those columns, and silencing that warning
+    needs the process-wide ``warnings.catch_warnings``.)
+    """
+    ok = np.count_nonzero(~np.isnan(x), axis=0) >= min_count
+    out = np.full(x.shape[1], np.nan)
+    if ok.any():
+        out[ok] = stat(x[:, ok], axis=0)
+    return out
 
 
 def _max_t_step_down(
@@ -649,9 +662,7 @@ def _moment_test(
         flagged.append((int(a[t]), int(b[t])))
     diff = agree - pred
     # the bias-corrected prediction: observed minus the bias-corrected difference
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN pairs stay NaN
-        bias = np.nanmedian(diff[1:], axis=0) - diff[0]
+    bias = _column_nan_stat(np.nanmedian, diff[1:], min_count=1) - diff[0]
     with np.errstate(invalid="ignore", divide="ignore"):
         obs = agree[0] / (n_both / n)
         exp = (pred[0] - bias) / (n_both / n)
@@ -944,8 +955,7 @@ def lf_dependency_test(
             elif type(space).__name__ == "Discrete":
                 n_components = len(space)
             else:  # the rank is the support size of a fitted independent model
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
+                with _warnings.captured():
                     lm = default_null_model(space).fit(Lc)
                 n_components = int(np.asarray(lm.support_).size)
         else:
@@ -959,9 +969,8 @@ def lf_dependency_test(
         return res
     if _is_finite_space(space):
         if label_model is None:
-            with warnings.catch_warnings():
+            with _warnings.captured():
                 # the null model's own fit diagnostics are not the test's business
-                warnings.simplefilter("ignore")
                 label_model = default_null_model(space).fit(Lc)
         _check_label_model(label_model, space, m)
         _, log_prior, log_vote, abstain = null_model_tables(label_model, space)

@@ -16,12 +16,12 @@ likelihood wins.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from snorkel_structured import _warnings
 from snorkel_structured._validation import check_seed
 from snorkel_structured.estimators._em_core import (
     _ALPHA_MIN,
@@ -124,8 +124,7 @@ def _tensor_start(
     except ImportError:
         return None
     try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
+        with _warnings.captured() as caught:
             est = tensor_estimate(
                 stats,
                 S,
@@ -220,7 +219,7 @@ def em_refine(
     msgs = []
     if not fit.converged:
         msgs.append(f"EM stopped at max_iter={max_iter}; raise max_iter or tol.")
-        warnings.warn(msgs[-1], ConvergenceWarning, stacklevel=2)
+        _warnings.warn(msgs[-1], ConvergenceWarning, stacklevel=2)
     return _result(prob, T, fit, n1 + fit.n_iter, "given", msgs)
 
 
@@ -558,7 +557,7 @@ def mle_estimate(
                 "set prior_support='all' or n_components."
             )
             msgs.append(msg)
-            warnings.warn(msg, IdentifiabilityWarning, stacklevel=2)
+            _warnings.warn(msg, IdentifiabilityWarning, stacklevel=2)
     _, name, T, fit = best
     it = fit.n_iter
     if labeled is not None:  # the dev labels join the support and the likelihood
@@ -635,7 +634,7 @@ def mle_estimate(
             f"than tol={tol} per row; raise max_iter or tol."
         )
         msgs.append(msg)
-        warnings.warn(msg, ConvergenceWarning, stacklevel=2)
+        _warnings.warn(msg, ConvergenceWarning, stacklevel=2)
     th = fit.theta
     # Never wrong: theta at its cap, or the LF's votes at less than one unit of squared
     # distance in all from the labels the model gives their rows (the prior on theta
@@ -663,7 +662,7 @@ def mle_estimate(
             "StructuredLFAnalysis and consider dropping them."
         )
         msgs.append(msg)
-        warnings.warn(msg, IdentifiabilityWarning, stacklevel=2)
+        _warnings.warn(msg, IdentifiabilityWarning, stacklevel=2)
     return _result(prob, T, fit, it, name, msgs, noise_model)
 
 

@@ -44,7 +44,6 @@ Everything here needs the raw rows (not only additive statistics).
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +51,7 @@ from typing import Any
 import numpy as np
 from scipy import integrate, special, stats
 
+from snorkel_structured import _warnings
 from snorkel_structured.estimators._manifold_stats import (
     LabeledManifoldStats,
     ManifoldStats,
@@ -167,8 +167,7 @@ def fit_background(
         w = 1.0 / np.asarray(expected_sq_dist, dtype=np.float64)
         with np.errstate(divide="ignore"):
             err = 1.0 / (voted * w).sum(axis=1)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with _warnings.captured():
         pseudo = space.frechet_mean(X, w, tol=1e-6)
     ok = ~np.isnan(pseudo[:, 0])
     pseudo, err = pseudo[ok], err[ok]
@@ -280,8 +279,7 @@ def _loo_references(
         sl = slice(start, start + _ROW_CHUNK)
         Xc, vc = X[sl], voted[sl]
         wc = np.where(vc, weights[sl], 0.0)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with _warnings.captured():
             z = space.frechet_mean(Xc, split_group_weights(wc, vc, groups), tol=1e-7)
         z_ok = ~np.isnan(z[:, 0])
         filler = np.zeros(D) if isinstance(space, Euclidean) else space.origin
@@ -516,8 +514,7 @@ def robust_em(
             dev_stats = LabeledManifoldStats._from_checked(Xd, Yd, space, rd)
         eps_new = np.clip(num / np.maximum(den, 1.0), _EPS_MIN, _EPS_MAX)
         stats = ManifoldStats._from_checked(X, space, row_weights=r)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", IdentifiabilityWarning)
+        with _warnings.captured(IdentifiabilityWarning):
             est = estimate(stats, dev_stats)
         e_new = _floor(est.expected_sq_dist)
         delta = max(

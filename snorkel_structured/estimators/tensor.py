@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import warnings
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -44,6 +43,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 from threadpoolctl import ThreadpoolController
 
+from snorkel_structured import _warnings
 from snorkel_structured._validation import (
     ABSTAIN,
     check_distance_matrix,
@@ -460,7 +460,7 @@ def _tensor_estimate(
 
     def warn(msg: str) -> None:
         messages.append(msg)
-        warnings.warn(msg, IdentifiabilityWarning, stacklevel=4)
+        _warnings.warn(msg, IdentifiabilityWarning, stacklevel=4)
 
     pairs = {
         (a, b): _pair_info(stats, a, b) for a, b in itertools.combinations(range(m), 2)

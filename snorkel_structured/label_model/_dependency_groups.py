@@ -9,13 +9,13 @@ each other, conservative when they only share part of their errors).
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
+from snorkel_structured import _warnings
 from snorkel_structured.exceptions import IdentifiabilityWarning
 
 __all__ = ["check_dependencies", "dependency_groups", "dependency_weights"]
@@ -69,7 +69,7 @@ def dependency_weights(pairs: list[tuple[int, int]], n_lfs: int) -> np.ndarray |
     groups = dependency_groups(pairs, n_lfs)
     sizes = np.bincount(groups)
     if sizes.size < 3:
-        warnings.warn(
+        _warnings.warn(
             f"The declared dependencies leave {sizes.size} groups of independent LFs; "
             "at least 3 are needed to identify each LF's noise. Add LFs that use "
             "other sources, or label a few rows (L_dev, Y_dev).",

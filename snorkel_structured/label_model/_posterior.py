@@ -9,13 +9,13 @@ Snorkel's ``get_weights``/``get_conditional_probs``) is computed from it here.
 from __future__ import annotations
 
 import functools
-import warnings
 from typing import Any
 
 import numpy as np
 from scipy.special import logsumexp
 from snorkel.analysis import Scorer
 
+from snorkel_structured import _warnings
 from snorkel_structured._chunks import is_dask_collection, map_partitions_to_array
 from snorkel_structured._validation import (
     ABSTAIN,
@@ -394,7 +394,7 @@ class PosteriorMethods:
         keep = (preds != ABSTAIN) & (y != ABSTAIN)
         if not keep.any() and any(m != "coverage" for m in metrics):
             # Snorkel's scorer (scikit-learn) raises on empty arrays: say why instead.
-            warnings.warn(
+            _warnings.warn(
                 "No row has both a prediction and a known gold label (the model "
                 "abstains, or Y is -1, on every row): metrics other than coverage are "
                 "NaN.",
