@@ -16,17 +16,27 @@ from scipy.linalg import LinAlgError, cho_factor, cho_solve
 KERNELS = ("rbf", "linear")
 
 
-def check_features(X: Any, name: str = "X") -> np.ndarray:
+def check_features(
+    X: Any, name: str = "X", *, n_features: int | None = None, estimator: Any = None
+) -> np.ndarray:
     """Features as a fresh finite float64 (n_samples, n_features) array, or a clear
-    ValueError (sparse, complex, ragged, empty, non-finite)."""
+    ValueError (sparse, complex, ragged, empty, non-finite, or not ``n_features``
+    columns: the number ``estimator`` was fitted on).
+
+    The messages contain scikit-learn's own phrases for these cases, so that code
+    (and scikit-learn's estimator checks) matching them keeps working.
+    """
     if sp.issparse(X):
         raise ValueError(
-            f"{name} is a sparse matrix; the kernel end models need dense features: "
-            "pass X.toarray()."
+            f"Sparse data was passed as {name}, but dense data is required: the "
+            "kernel end models need dense features, not a sparse matrix; pass X.toarray()."
         )
     arr = X.to_numpy() if isinstance(X, pd.DataFrame) else X
     if np.iscomplexobj(arr):
-        raise ValueError(f"{name} has complex entries; features must be real numbers.")
+        raise ValueError(
+            f"Complex data not supported: {name} has complex entries; features must "
+            "be real numbers."
+        )
     try:
         arr = np.array(arr, dtype=np.float64, copy=True)
     except (TypeError, ValueError) as exc:
@@ -36,15 +46,26 @@ def check_features(X: Any, name: str = "X") -> np.ndarray:
     if arr.ndim != 2:
         raise ValueError(
             f"{name} must be a 2-D (n_samples, n_features) array; got shape "
-            f"{arr.shape}. Reshape a single feature with X.reshape(-1, 1)."
+            f"{arr.shape}. Reshape your data: a single feature with X.reshape(-1, 1), "
+            "a single sample with X.reshape(1, -1)."
         )
     if arr.shape[0] == 0 or arr.shape[1] == 0:
         raise ValueError(
-            f"{name} must have at least one row and column; got shape {arr.shape}."
+            f"{name} must have at least one row and column: found {arr.shape[0]} "
+            f"sample(s) and {arr.shape[1]} feature(s) (shape={arr.shape}) while a "
+            "minimum of 1 is required."
         )
     if not np.isfinite(arr).all():
         idx = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])
-        raise ValueError(f"{name} must be finite; entry {idx} is {arr[idx]!r}.")
+        raise ValueError(
+            f"{name} contains NaN or inf: entry {idx} is {arr[idx]!r}; features must "
+            "be finite."
+        )
+    if n_features is not None and arr.shape[1] != n_features:
+        raise ValueError(
+            f"{name} has {arr.shape[1]} features, but {type(estimator).__name__} is "
+            f"expecting {n_features} features as input (the number it was fitted on)."
+        )
     return arr
 
 
