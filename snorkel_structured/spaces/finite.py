@@ -65,6 +65,24 @@ class FiniteMetricSpace:
         D.setflags(write=False)
         self.__dict__["distance_matrix"] = D
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Tables computed on demand (cached properties) are left out of pickles and
+        # copies: a Permutations(8) distance matrix would add 13 GB, and a space's
+        # pickle (which scikit-learn hashes to check that fit leaves parameters
+        # alone) then depends only on what defines the space.
+        derived = {
+            name
+            for klass in type(self).__mro__
+            for name, value in vars(klass).items()
+            if isinstance(value, functools.cached_property)
+        }
+        if (
+            type(self)._compute_distance_matrix
+            is FiniteMetricSpace._compute_distance_matrix
+        ):
+            derived.discard("distance_matrix")  # given, not computed: it is the space
+        return {k: v for k, v in self.__dict__.items() if k not in derived}
+
     # -- items ------------------------------------------------------------------
     def _set_items(self, items: tuple[Hashable, ...]) -> None:
         try:

@@ -94,3 +94,24 @@ def test_none_is_refused_as_an_item():
     # not tell the label from an abstain.
     with pytest.raises(ValueError, match="None at position 1"):
         ss.FiniteMetricSpace(["a", None], [[0.0, 1.0], [1.0, 0.0]])
+
+
+def test_pickles_leave_out_tables_computed_on_demand():
+    import pickle
+
+    import networkx as nx
+
+    from snorkel_structured.spaces import Discrete, GraphSpace, Permutations
+
+    given = ss.FiniteMetricSpace(["a", "b", "c"], [[0, 2, 3], [2, 0, 1], [3, 1, 0]])
+    spaces = [Discrete(3), Permutations(4), given, GraphSpace(nx.path_graph(4))]
+    for space in spaces:
+        fresh = pickle.dumps(space)
+        S = np.array(space.squared_distance_matrix)  # fills the caches
+        back = pickle.loads(pickle.dumps(space))
+        # the same space, the same bytes as before the caches were filled
+        assert pickle.dumps(space) == fresh
+        assert back == space
+        np.testing.assert_array_equal(back.squared_distance_matrix, S)
+    # a matrix given by the user is the space itself and is kept
+    assert "distance_matrix" in pickle.loads(pickle.dumps(given)).__dict__
