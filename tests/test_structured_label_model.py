@@ -1,7 +1,6 @@
 """StructuredLabelModel: the Snorkel-facing finite-space label model."""
 
 import itertools
-import pickle
 
 import numpy as np
 import pytest
@@ -131,19 +130,6 @@ def test_snorkel_compatibility(model, data):
         model.sample_pseudolabels(data.L, seed=1),
         model.sample_pseudolabels(data.L, seed=1),
     )
-
-
-def test_save_load_round_trip_and_refusal(model, data, tmp_path):
-    path = tmp_path / "lm.pkl"
-    model.save(path)
-    fresh = ss.StructuredLabelModel(data.space).load(path)
-    np.testing.assert_array_equal(
-        fresh.predict_proba(data.L[:50]), model.predict_proba(data.L[:50])
-    )
-    other = tmp_path / "other.pkl"
-    other.write_bytes(pickle.dumps({"theta_": 1}))
-    with pytest.raises(ValueError, match="holds a dict"):
-        ss.StructuredLabelModel(data.space).load(other)
 
 
 def test_identical_refits_with_int_seed():

@@ -7,7 +7,13 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from snorkel_structured._persistence import PersistenceMixin
+from snorkel_structured._persistence import (
+    PersistenceMixin,
+    check_state_array,
+    state_attr,
+    state_float,
+    state_int,
+)
 from snorkel_structured._validation import (
     check_is_fitted,
     check_manifold_outputs,
@@ -169,6 +175,36 @@ class KernelManifoldRegressor(PersistenceMixin, BaseEstimator):
         self.targets_ = T
         self.beta_ = beta
         return self
+
+    def _validate_state(self) -> None:
+        """Check a loaded fitted state (for ``load``): shapes agree, arrays finite."""
+        X = check_state_array(state_attr(self, "X_fit_"), "X_fit_", (None, None))
+        n, p = X.shape
+        if state_int(self, "n_features_in_", low=1) != p:
+            raise ValueError(
+                f"the fitted attribute n_features_in_ is {self.n_features_in_} but "
+                f"X_fit_ has {p} columns."
+            )
+        if state_float(self, "gamma_") < 0:
+            raise ValueError(
+                f"the fitted attribute gamma_ must be >= 0; got {self.gamma_}."
+            )
+        factor = state_attr(self, "factor_", tuple)
+        if len(factor) != 2:
+            raise ValueError(
+                "the fitted attribute factor_ must be a (Cholesky factor, lower) pair; "
+                f"got {len(factor)} entries."
+            )
+        check_state_array(factor[0], "factor_[0]", (n, n))
+        targets = check_state_array(
+            state_attr(self, "targets_"),
+            "targets_",
+            (n, None, self.space.ambient_dim),
+            finite=None,  # NaN rows are abstains
+        )
+        if np.isinf(targets).any():
+            raise ValueError("the fitted attribute targets_ holds an infinite entry.")
+        check_state_array(state_attr(self, "beta_"), "beta_", (targets.shape[1],))
 
     def predict(self, X: Any) -> np.ndarray:
         """Predicted labels, shape (n_new, ambient_dim)."""

@@ -14,6 +14,13 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
 
+from snorkel_structured._persistence import (
+    PersistenceMixin,
+    check_state_array,
+    state_attr,
+    state_float,
+    state_int,
+)
 from snorkel_structured._validation import check_is_fitted, check_scalar
 from snorkel_structured.end_model._kernels import (
     KERNELS,
@@ -63,7 +70,7 @@ def _check_labels(y: Any, r: int, n: int, name: str = "y") -> np.ndarray:
     return out
 
 
-class KernelStructuredPredictor(BaseEstimator):
+class KernelStructuredPredictor(PersistenceMixin, BaseEstimator):
     """Kernel ridge structured prediction over a finite label space, noise-aware.
 
     Parameters
@@ -198,6 +205,33 @@ class KernelStructuredPredictor(BaseEstimator):
         self.candidates_ = cand.astype(np.int64)
         self.n_features_in_ = Xa.shape[1]
         return self
+
+    def _validate_state(self) -> None:
+        """Check a loaded fitted state (for ``load``): shapes agree, arrays finite."""
+        r = len(self.space)
+        X = check_state_array(state_attr(self, "X_fit_"), "X_fit_", (None, None))
+        n, p = X.shape
+        if state_int(self, "n_features_in_", low=1) != p:
+            raise ValueError(
+                f"the fitted attribute n_features_in_ is {self.n_features_in_} but "
+                f"X_fit_ has {p} columns."
+            )
+        if state_float(self, "gamma_") < 0:
+            raise ValueError(
+                f"the fitted attribute gamma_ must be >= 0; got {self.gamma_}."
+            )
+        check_state_array(
+            state_attr(self, "labels_"), "labels_", (None,), kind="i", low=0, high=r - 1
+        )
+        cand = check_state_array(
+            state_attr(self, "candidates_"),
+            "candidates_",
+            (None,),
+            kind="i",
+            low=0,
+            high=r - 1,
+        )
+        check_state_array(state_attr(self, "dual_coef_"), "dual_coef_", (n, cand.size))
 
     def _scores_chunks(self, X: Any):
         check_is_fitted(self, "dual_coef_")

@@ -16,7 +16,13 @@ from snorkel_structured._chunks import (
     map_partitions_to_array,
     reduce_stats,
 )
-from snorkel_structured._persistence import PersistenceMixin
+from snorkel_structured._persistence import (
+    PersistenceMixin,
+    check_state_array,
+    state_attr,
+    state_float,
+    state_int,
+)
 from snorkel_structured._validation import (
     check_is_fitted,
     check_manifold_outputs,
@@ -29,6 +35,7 @@ from snorkel_structured.estimators._manifold_stats import (
     ManifoldStats,
 )
 from snorkel_structured.estimators.robust_manifold import (
+    OutlierBackground,
     fit_background,
     heldout_loglik,
     inlier_floor,
@@ -48,7 +55,11 @@ from snorkel_structured.label_model._dependency_groups import (
     dependency_groups,
 )
 from snorkel_structured.label_model._manifold_shrinkage import eb_shrink
-from snorkel_structured.noise.manifold import make_noise
+from snorkel_structured.noise.manifold import (
+    RiemannianGaussian,
+    WrappedNormal,
+    make_noise,
+)
 from snorkel_structured.spaces.manifolds import Euclidean, Hyperbolic, Sphere
 
 __all__ = ["ManifoldLabelModel"]
@@ -304,6 +315,75 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
             check_scalar(self.shrinkage, "shrinkage", low=0.0, high=1.0)
         check_scalar(self.min_overlap, "min_overlap", kind="int", low=1)
         check_scalar(self.atol, "atol", low=0.0)
+
+    def _validate_state(self) -> None:
+        """Check a loaded fitted state against the space and ``n_lfs_`` (for ``load``)."""
+        stats = state_attr(self, "stats_", ManifoldStats)
+        m = state_int(self, "n_lfs_", low=3)
+        if stats.space != self.space:
+            raise ValueError(
+                f"the fitted attribute stats_ is on {stats.space!r}, not {self.space!r}."
+            )
+        check_state_array(stats.vote_count, "stats_.vote_count", (m,), low=0)
+        for name in (
+            "pair_count",
+            "pair_invariant_sum",
+            "pair_sq_dist_sum",
+            "pair_sq_dist_sq_sum",
+            "pair_invariant_sq_sum",
+        ):
+            check_state_array(getattr(stats, name), f"stats_.{name}", (m, m))
+        noise = state_attr(self, "noise_", (WrappedNormal, RiemannianGaussian))
+        if noise.space != self.space:
+            raise ValueError(
+                f"the fitted attribute noise_ is on {noise.space!r}, not {self.space!r}."
+            )
+        check_state_array(
+            state_attr(self, "dependencies_"),
+            "dependencies_",
+            (None, 2),
+            kind="i",
+            low=0,
+            high=m - 1,
+        )
+        check_state_array(
+            state_attr(self, "groups_"), "groups_", (m,), kind="i", low=0, high=m - 1
+        )
+        for name in ("noise_scale_", "expected_sq_dist_", "expected_invariant_"):
+            check_state_array(state_attr(self, name), name, (m,), finite="no_nan")
+        check_state_array(
+            state_attr(self, "outlier_rate_"), "outlier_rate_", (m,), low=0, high=1
+        )
+        check_state_array(state_attr(self, "shrinkage_"), "shrinkage_", (m,))
+        weights = check_state_array(
+            state_attr(self, "weights_"), "weights_", (m,), low=0
+        )
+        if not weights.sum() > 0:
+            raise ValueError("the fitted attribute weights_ must have a positive sum.")
+        state_float(self, "weight_exponent_")
+        state_attr(self, "noise_model_", dict)
+        robust = state_attr(self, "_robust_params", (dict, type(None)))
+        if robust is not None:
+            if set(robust) != {"expected_sq_dist", "outlier_rate", "background"}:
+                raise ValueError(
+                    "the fitted attribute _robust_params must have the keys "
+                    f"expected_sq_dist, outlier_rate, background; got {sorted(robust)}."
+                )
+            check_state_array(
+                robust["expected_sq_dist"], "_robust_params['expected_sq_dist']", (m,)
+            )
+            check_state_array(
+                robust["outlier_rate"],
+                "_robust_params['outlier_rate']",
+                (m,),
+                low=0,
+                high=1,
+            )
+            if not isinstance(robust["background"], OutlierBackground):
+                raise ValueError(
+                    "the fitted attribute _robust_params['background'] must be an "
+                    f"OutlierBackground; got {type(robust['background']).__name__}."
+                )
 
     def _stats(self, X: Any, n_lfs: int | None = None) -> ManifoldStats:
         to_stats = functools.partial(

@@ -15,7 +15,13 @@ from snorkel_structured._chunks import (
     is_dask_collection,
     reduce_stats,
 )
-from snorkel_structured._persistence import PersistenceMixin
+from snorkel_structured._persistence import (
+    PersistenceMixin,
+    check_state_array,
+    state_attr,
+    state_float,
+    state_int,
+)
 from snorkel_structured._validation import (
     ABSTAIN,
     check_is_fitted,
@@ -277,6 +283,78 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
 
     def __repr__(self) -> str:
         return f"StructuredLabelModel({self.space!r}, estimator={self.estimator!r})"
+
+    # -- persistence (see snorkel_structured._persistence) -----------------------------
+    def _validate_state(self) -> None:
+        """Check a loaded fitted state against the space and ``n_lfs_`` (for ``load``)."""
+        r = len(self.space)
+        stats = state_attr(self, "stats_", VoteStats)
+        m = state_int(self, "n_lfs_", low=3)
+        if stats.n_labels != r:
+            raise ValueError(
+                f"the fitted attribute stats_ counts votes over {stats.n_labels} labels, "
+                f"but the space has {r}."
+            )
+        check_state_array(
+            stats.patterns, "stats_.patterns", (None, m), kind="i", low=-1, high=r - 1
+        )
+        n_patterns = stats.patterns.shape[0]
+        check_state_array(stats.counts, "stats_.counts", (n_patterns,), low=0)
+        check_state_array(state_attr(self, "prior_"), "prior_", (r,), low=0)
+        support = check_state_array(
+            state_attr(self, "support_"),
+            "support_",
+            (None,),
+            kind="i",
+            low=0,
+            high=r - 1,
+        )
+        theta = state_attr(self, "theta_", np.ndarray)
+        check_state_array(theta, "theta_", (m,) if theta.ndim == 1 else (m, r))
+        if bool(state_attr(self, "label_dependent_")) != (theta.ndim == 2):
+            raise ValueError(
+                f"the fitted attribute label_dependent_ is {self.label_dependent_} but "
+                f"theta_ has shape {theta.shape}."
+            )
+        state_attr(self, "abstain_dependent_")
+        for name, shape, low, high in (
+            ("expected_sq_dist_", (m,), None, None),
+            ("coverage_", (m,), 0.0, 1.0),
+            ("abstain_", (m, r), 0.0, 1.0),
+            ("outlier_rate_", (m,), 0.0, 1.0),
+            ("outlier_dist_", (m, r), 0.0, None),
+            ("vote_weights_", (m,), 0.0, None),
+        ):
+            check_state_array(state_attr(self, name), name, shape, low=low, high=high)
+        state_float(self, "noise_power_")
+        state_float(self, "shrinkage_")
+        state_float(self, "log_likelihood_", finite=False)  # NaN for "tensor"
+        state_attr(self, "noise_model_", dict)
+        state_attr(self, "fit_warnings_", list)
+        for name in ("dependencies_", "_dependencies"):
+            pairs = state_attr(self, name, list)
+            if not all(len(p) == 2 and all(0 <= int(a) < m for a in p) for p in pairs):
+                raise ValueError(
+                    f"the fitted attribute {name} must hold pairs of LF indices in "
+                    f"[0, {m}); got {pairs!r}."
+                )
+        fixed = state_attr(self, "_fixed_prior")
+        if fixed is not None:
+            check_state_array(fixed, "_fixed_prior", (r,), low=0)
+        state_attr(self, "_labeled", (tuple, type(None)))
+        post = state_attr(self, "_posterior", _SupportPosterior)
+        k = support.size
+        if post.r != r or not np.array_equal(post.support, support):
+            raise ValueError(
+                "the fitted attribute _posterior does not belong to support_ and the "
+                "space (its support or number of labels differ)."
+            )
+        check_state_array(
+            post.table, "_posterior.table", (m, r + 1, k), finite="not_pos_inf"
+        )
+        check_state_array(
+            post.log_prior, "_posterior.log_prior", (k,), finite="not_pos_inf"
+        )
 
     # -- validation ----------------------------------------------------------------
     def _check_params(self) -> None:
