@@ -447,3 +447,30 @@ def test_items_the_format_cannot_describe_are_refused(tmp_path):
     space = ss.FiniteMetricSpace([frozenset({1}), frozenset({2})], 1 - np.eye(2))
     with pytest.raises(ValueError, match="frozenset"):
         ss.StructuredLabelModel(space).save(tmp_path / "items.model")
+
+
+def test_other_stored_values_round_trip(structured_lm, tmp_path):
+    """Warnings, pandas objects, non-string keys, NaN and NumPy scalars in a state."""
+    import pandas as pd
+
+    model = copy.deepcopy(structured_lm)
+    frame = pd.DataFrame(
+        {"a": [1.5, np.nan], "b": ["x", "y"]}, index=pd.Index(["r1", "r2"], name="row")
+    )
+    extra = {
+        "frame": frame,
+        "series": pd.Series([3, 4], index=[10, 20], name="s"),
+        (1, "two"): [np.float32(0.25), np.int16(-3), float("nan"), float("-inf")],
+    }
+    model.noise_model_ = {**model.noise_model_, **extra}
+    model.fit_warnings_ = [ss.exceptions.IdentifiabilityWarning("LF 2 is noise")]
+    model.save(tmp_path / "extra.model")
+    fresh = ss.StructuredLabelModel(model.space).load(tmp_path / "extra.model")
+    pd.testing.assert_frame_equal(fresh.noise_model_["frame"], frame)
+    pd.testing.assert_series_equal(fresh.noise_model_["series"], extra["series"])
+    values = fresh.noise_model_[(1, "two")]
+    assert values[0] == np.float32(0.25) and values[0].dtype == np.float32
+    assert values[1] == -3 and values[1].dtype == np.int16
+    assert np.isnan(values[2]) and values[3] == float("-inf")
+    (w,) = fresh.fit_warnings_
+    assert type(w) is ss.exceptions.IdentifiabilityWarning and str(w) == "LF 2 is noise"
