@@ -53,6 +53,7 @@ __all__ = ["RiemannianGaussian", "WrappedNormal", "make_noise"]
 _N_RADIAL = 40  # radial nodes for the pair map
 _N_ANGLE = 24  # angle nodes for the pair map
 _N_LEGENDRE = 160  # nodes for 1-D moments of the Riemannian Gaussian
+_PAIR_CHUNK = 64  # pairs per block of the pair map: (64, 40, 40, 24) floats = 20 MB
 
 
 def _check_space(space: Any, family: str) -> None:
@@ -63,6 +64,7 @@ def _check_space(space: Any, family: str) -> None:
         )
 
 
+@functools.lru_cache(maxsize=64)
 def _angle_rule(dim: int) -> tuple[np.ndarray, np.ndarray]:
     """Nodes/weights for t = <u_a, u_b>, u_a, u_b independent uniform on S^(dim-1)."""
     if dim == 1:
@@ -72,17 +74,88 @@ def _angle_rule(dim: int) -> tuple[np.ndarray, np.ndarray]:
     return t, w / w.sum()
 
 
+@functools.lru_cache(maxsize=8)
+def _legendre(n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    # roots_legendre costs ~0.3 ms; it was recomputed for every scale of every call
+    return special.roots_legendre(n_nodes)
+
+
+def _log_sinh(r: np.ndarray) -> np.ndarray:
+    """log sinh r for r >= 0 without overflow (-inf at 0)."""
+    with np.errstate(divide="ignore"):
+        return r + np.log(-np.expm1(-2.0 * r)) - np.log(2.0)
+
+
+# Largest radius for which sinh(ra) * sinh(rb) stays below the float64 maximum
+# (sinh^2(354) ~ e^708 / 4); beyond it the hyperbolic law of cosines runs in logs.
+_SINH_SAFE = 354.0
+
+
 def _pair_sq_dist_from_radii(space, ra, rb, t) -> np.ndarray:
     """d^2(lambda_a, lambda_b) by the law of cosines from radii and cos(angle)."""
     if isinstance(space, Euclidean):
         return ra * ra + rb * rb - 2.0 * ra * rb * t
     if isinstance(space, Hyperbolic):
-        # cosh d - 1 = 2 sinh^2((ra - rb)/2) + sinh ra sinh rb (1 - t)
-        h = 2.0 * np.sinh(0.5 * (ra - rb)) ** 2 + np.sinh(ra) * np.sinh(rb) * (1.0 - t)
-        return (2.0 * np.arcsinh(np.sqrt(np.maximum(h, 0.0) / 2.0))) ** 2
+        # cosh d - 1 = h = 2 sinh^2((ra - rb)/2) + sinh ra sinh rb (1 - t)
+        if max(np.max(ra), np.max(rb)) <= _SINH_SAFE:
+            h = 2.0 * np.sinh(0.5 * (ra - rb)) ** 2 + np.sinh(ra) * np.sinh(rb) * (
+                1.0 - t
+            )
+            return (2.0 * np.arcsinh(np.sqrt(np.maximum(h, 0.0) / 2.0))) ** 2
+        # Large radii (very noisy LFs, or parameters the optimizer tries): the product
+        # of sinh overflows to inf (then inf * 0 weights = NaN). Work with log h:
+        # d = arccosh(1 + h) = log(2 h) + O(1/h) once h > e^36.
+        with np.errstate(divide="ignore"):
+            log_h = np.logaddexp(
+                np.log(2.0) + 2.0 * _log_sinh(0.5 * np.abs(ra - rb)),
+                _log_sinh(ra) + _log_sinh(rb) + np.log(1.0 - t),
+            )
+        big = log_h > 36.0
+        small_d = 2.0 * np.arcsinh(np.sqrt(np.exp(np.minimum(log_h, 36.0)) / 2.0))
+        return np.where(big, np.log(2.0) + log_h, small_d) ** 2
     # sphere: 1 - cos d = 2 sin^2((ra - rb)/2) + sin ra sin rb (1 - t)
     h = 2.0 * np.sin(0.5 * (ra - rb)) ** 2 + np.sin(ra) * np.sin(rb) * (1.0 - t)
     return (2.0 * np.arcsin(np.sqrt(np.clip(h / 2.0, 0.0, 1.0)))) ** 2
+
+
+def _angle_integrated_sq_dist(space, ra, rb, t, wt) -> np.ndarray:
+    """``sum_k wt_k d^2(ra_i, rb_j, t_k)`` for radii ``ra`` (P, N) and ``rb`` (P, M).
+
+    The same law of cosines as :func:`_pair_sq_dist_from_radii`, arranged so that
+    every term not involving the angle is computed on the (P, N, M) grid and the
+    (P, N, M, T) array sees only five operations: this is the inner loop of the
+    pair map. Returns shape (P, N, M).
+    """
+    ra, rb = ra[:, :, None], rb[:, None, :]
+    u = (1.0 - t)[None, None, None, :]
+    if isinstance(space, Euclidean):  # exact: E_t d^2 = ra^2 + rb^2 - 2 ra rb E t
+        return ra * ra + rb * rb - 2.0 * ra * rb * float(np.dot(wt, t))
+    if isinstance(space, Hyperbolic):
+        if max(np.max(ra), np.max(rb)) > _SINH_SAFE:
+            return (
+                _pair_sq_dist_from_radii(
+                    space, ra[..., None], rb[..., None], t[None, None, None, :]
+                )
+                @ wt
+            )
+        # q = h / 2 = sinh^2((ra - rb)/2) + sinh ra sinh rb (1 - t) / 2; d = 2 asinh sqrt q
+        a = (np.sinh(0.5 * (ra - rb)) ** 2)[..., None]
+        b = (0.5 * np.sinh(ra) * np.sinh(rb))[..., None]
+        q = b * u
+        q += a
+        np.sqrt(q, out=q)
+        np.arcsinh(q, out=q)
+    else:
+        # sphere: q = (1 - cos d) / 2 = sin^2((ra - rb)/2) + sin ra sin rb (1 - t) / 2
+        a = (np.sin(0.5 * (ra - rb)) ** 2)[..., None]
+        b = (0.5 * np.sin(ra) * np.sin(rb))[..., None]
+        q = b * u
+        q += a
+        np.clip(q, 0.0, 1.0, out=q)
+        np.sqrt(q, out=q)
+        np.arcsin(q, out=q)
+    np.square(q, out=q)
+    return 4.0 * (q @ wt)  # d = 2 asinh(sqrt q) or 2 asin(sqrt q)
 
 
 class _ManifoldNoise:
@@ -167,21 +240,39 @@ class _ManifoldNoise:
         r = self._sample_radius(s, rng)
         return self.space.exp(r[..., None] * direction, x)
 
+    def _radial_rules(
+        self, scales: np.ndarray, n_nodes: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Radial rules for many parameters at once: nodes and weights, (n_scales, n_nodes).
+
+        Row ``i`` equals ``radial_rule(scales[i], n_nodes)``; subclasses vectorize it.
+        """
+        rules = [self.radial_rule(float(v), n_nodes) for v in scales]
+        if not rules:
+            return np.zeros((0, n_nodes)), np.zeros((0, n_nodes))
+        return np.stack([r for r, _ in rules]), np.stack([w for _, w in rules])
+
     def expectation(self, func, scale: float) -> float:
         """E f(r) for the radius r = |log_y(lambda)| (1-D quadrature)."""
         r, w = self.radial_rule(scale)
         return float(np.dot(w, func(r)))
 
+    def _radial_moment(self, func, s: np.ndarray, n_nodes: int | None = None):
+        """E f(r) for every parameter in ``s`` (checked) with one batched rule."""
+        flat = s.ravel()
+        kw = {} if n_nodes is None else {"n_nodes": n_nodes}
+        r, w = self._radial_rules(flat, **kw)
+        return np.einsum("pn,pn->p", w, func(r)).reshape(s.shape)
+
     def expected_invariant(self, scale: Any) -> np.ndarray:
         """E cosh d (H), E cos d (S) or E d^2 (R) of d = d(lambda, y); shape of ``scale``."""
         s = self._check_scale(scale)
         f = {"cosh": np.cosh, "cos": np.cos, "sq_dist": np.square}[self.invariant_name]
-        return np.vectorize(lambda v: self.expectation(f, v), otypes=[float])(s)
+        return self._radial_moment(f, s)
 
     def expected_sq_dist(self, scale: Any) -> np.ndarray:
         """E d^2(lambda, y); shape of ``scale``."""
-        s = self._check_scale(scale)
-        return np.vectorize(lambda v: self.expectation(np.square, v), otypes=[float])(s)
+        return self._radial_moment(np.square, self._check_scale(scale))
 
     def _invert(self, forward, value: np.ndarray, name: str) -> np.ndarray:
         value = np.asarray(value, dtype=np.float64)
@@ -222,7 +313,7 @@ class _ManifoldNoise:
                     f"got {float(v)!r}. The value is outside the model's range."
                 )
             out[idx] = np.exp(
-                optimize.brentq(lambda t: F(t) - v, a, b, xtol=1e-13, rtol=1e-13)
+                optimize.brentq(lambda t, v=v: F(t) - v, a, b, xtol=1e-13, rtol=1e-13)
             )
         return out
 
@@ -253,7 +344,11 @@ class _ManifoldNoise:
         parameters: with radii ``r_a, r_b`` and ``t = <u_a, u_b>`` the cosine of the
         angle between independent uniform directions (density proportional to
         ``(1 - t^2)^((dim - 3)/2)``), the law of cosines gives the distance. The 3-D
-        expectation is a product Gauss rule (radial rules x Gauss-Jacobi in ``t``).
+        expectation is a product Gauss rule (radial rules x Gauss-Jacobi in ``t``),
+        vectorized over pairs: one batched radial rule per distinct parameter and one
+        angle-integrated kernel per block of pairs (:func:`_angle_integrated_sq_dist`).
+        :func:`_reference_pair_expected_sq_dist` is the same rule evaluated one
+        parameter at a time (kept to check this one against).
 
         Parameters
         ----------
@@ -268,21 +363,18 @@ class _ManifoldNoise:
         )
         t, wt = _angle_rule(self.space.dim)
         flat_a, flat_b = sa.ravel(), sb.ravel()
-        rules = {
-            float(v): self.radial_rule(float(v), _N_RADIAL)
-            for v in np.unique(np.r_[flat_a, flat_b])
-        }
-        ra = np.stack([rules[float(v)][0] for v in flat_a])  # (P, N)
-        wa = np.stack([rules[float(v)][1] for v in flat_a])
-        rb = np.stack([rules[float(v)][0] for v in flat_b])
-        wb = np.stack([rules[float(v)][1] for v in flat_b])
-        d2 = _pair_sq_dist_from_radii(
-            self.space,
-            ra[:, :, None, None],
-            rb[:, None, :, None],
-            t[None, None, None, :],
-        )
-        out = np.einsum("pi,pj,k,pijk->p", wa, wb, wt, d2)
+        # one batched rule per distinct parameter (an LF's parameter enters many pairs)
+        uniq, inv = np.unique(np.r_[flat_a, flat_b], return_inverse=True)
+        R, W = self._radial_rules(uniq, _N_RADIAL)
+        # nodes of negligible weight (far tails) change the sums below 1e-16 relative
+        keep = (W > 1e-18 * W.max(axis=1, keepdims=True)).any(axis=0)
+        R, W = R[:, keep], W[:, keep]
+        ia, ib = inv[: flat_a.size], inv[flat_a.size :]
+        out = np.empty(flat_a.size)
+        for start in range(0, flat_a.size, _PAIR_CHUNK):  # bounds the 4-D temporary
+            sl = slice(start, start + _PAIR_CHUNK)
+            K = _angle_integrated_sq_dist(self.space, R[ia[sl]], R[ib[sl]], t, wt)
+            out[sl] = np.einsum("pi,pij,pj->p", W[ia[sl]], K, W[ib[sl]])
         return out.reshape(sa.shape)
 
 
@@ -324,6 +416,11 @@ class WrappedNormal(_ManifoldNoise):
         """Generalized Gauss-Laguerre nodes for ``r = sigma sqrt(2u)``, u ~ Gamma(d/2)."""
         u, w = _genlaguerre(n_nodes, self.space.dim / 2.0 - 1.0)
         return np.sqrt(2.0 * scale * u), w
+
+    def _radial_rules(self, scales, n_nodes: int = 64):
+        u, w = _genlaguerre(n_nodes, self.space.dim / 2.0 - 1.0)
+        s = np.asarray(scales, dtype=np.float64)[:, None]
+        return np.sqrt(2.0 * s * u), np.broadcast_to(w, (s.shape[0], n_nodes))
 
     def _sample_radius(self, scale, rng):
         chi2 = rng.chisquare(self.space.dim, size=scale.shape)
@@ -394,7 +491,7 @@ def _sphere_wrapped_sq_dist(dim: int, sigma2: float) -> float:
     return float(
         sum(
             integrate.quad(f, a, b, epsabs=1e-13, epsrel=1e-11)[0]
-            for a, b in zip(edges[:-1], edges[1:])
+            for a, b in zip(edges[:-1], edges[1:], strict=True)
         )
     )
 
@@ -478,17 +575,26 @@ class RiemannianGaussian(_ManifoldNoise):
 
     def radial_rule(self, scale: float, n_nodes: int = _N_LEGENDRE):
         """Gauss-Legendre nodes/weights for the normalized radial density."""
-        theta = float(scale)
-        mode = float(self._mode(theta))
+        r, w = self._radial_rules(np.array([float(scale)]), n_nodes)
+        return r[0], w[0]
+
+    def _radial_rules(self, scales, n_nodes: int = _N_LEGENDRE):
+        """Gauss-Legendre rules on ``[0, mode + 8 / sqrt(kappa / 2)]``, one row per theta.
+
+        Vectorized over ``theta`` (one bisection for all modes, cached Legendre nodes):
+        the pair map and the moments evaluate many parameters per call.
+        """
+        theta = np.asarray(scales, dtype=np.float64)[:, None]
+        mode = self._mode(theta)
         upper = mode + 8.0 / np.sqrt(self._kappa(theta) / 2.0)
         if isinstance(self.space, Sphere):
-            upper = min(upper, np.pi)
-        x, w = special.roots_legendre(n_nodes)
+            upper = np.minimum(upper, np.pi)
+        x, w = _legendre(n_nodes)
         r = 0.5 * upper * (x + 1.0)
         logf = self._log_density(r, theta)
         logf = np.where(np.isfinite(logf), logf, -np.inf)
-        dens = w * np.exp(logf - logf.max())
-        return r, dens / dens.sum()
+        dens = w * np.exp(logf - logf.max(axis=1, keepdims=True))
+        return r, dens / dens.sum(axis=1, keepdims=True)
 
     def _sample_radius(self, scale, rng):
         theta = np.asarray(scale, dtype=np.float64)
@@ -549,6 +655,57 @@ class RiemannianGaussian(_ManifoldNoise):
         if isinstance(self.space, Euclidean):
             return self.expected_sq_dist(scale_a) + self.expected_sq_dist(scale_b)
         return super().pair_expected_sq_dist(scale_a, scale_b)
+
+
+def _reference_pair_expected_sq_dist(
+    noise: WrappedNormal | RiemannianGaussian, scale_a: Any, scale_b: Any
+) -> np.ndarray:
+    """The pair map one parameter at a time (the implementation before vectorizing).
+
+    Same radial and angle rules as ``noise.pair_expected_sq_dist``, evaluated with a
+    separate ``radial_rule`` per parameter and the full (pairs, N, N, T) law of
+    cosines; kept as the reference the fast path is tested and benchmarked against.
+    """
+    sa, sb = np.broadcast_arrays(
+        noise._check_scale(scale_a), noise._check_scale(scale_b)
+    )
+    t, wt = _angle_rule(noise.space.dim)
+    out = np.empty(sa.size)
+    for p, (a, b) in enumerate(zip(sa.ravel(), sb.ravel(), strict=True)):
+        ra, wa = noise.radial_rule(float(a), _N_RADIAL)
+        rb, wb = noise.radial_rule(float(b), _N_RADIAL)
+        d2 = _pair_sq_dist_from_radii(
+            noise.space, ra[:, None, None], rb[None, :, None], t[None, None, :]
+        )
+        out[p] = np.einsum("i,j,k,ijk->", wa, wb, wt, d2)
+    return out.reshape(sa.shape)
+
+
+def _reference_radial_moment(
+    noise: RiemannianGaussian, func: Any, scale: float
+) -> float:
+    """E f(r) under the Riemannian Gaussian by adaptive quadrature (scipy quad).
+
+    An independent check of the Gauss-Legendre moments: the radial density
+    ``exp(-theta r^2) vol(r)`` normalized by its own quad integral, on ``[0, pi]``
+    (sphere) or ``[0, inf)`` split at the mode.
+    """
+    theta = float(scale)
+    mode = float(noise._mode(np.array(theta)))
+    logf_mode = float(noise._log_density(np.array(max(mode, 1e-300)), theta))
+
+    def dens(r: float) -> float:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            v = float(noise._log_density(np.array(r), theta)) - logf_mode
+        return float(np.exp(v)) if np.isfinite(v) else 0.0
+
+    sd = 1.0 / np.sqrt(noise._kappa(theta))
+    hi = np.pi if isinstance(noise.space, Sphere) else mode + 40.0 * sd
+    pts = sorted({min(max(mode + k * sd, 0.0), hi) for k in (-3, -1, 0, 1, 3)})
+    kw = {"points": pts[1:-1] or None, "limit": 200, "epsabs": 0.0, "epsrel": 1e-12}
+    z = integrate.quad(dens, 0.0, hi, **kw)[0]
+    m = integrate.quad(lambda r: dens(r) * func(r), 0.0, hi, **kw)[0]
+    return m / z
 
 
 NOISE_FAMILIES = {
