@@ -183,8 +183,21 @@ def _usable_pairs(
             IdentifiabilityWarning,
             stacklevel=3,
         )
+    dropped = ""
     if extra_ok is not None:
+        enough = ok.copy()
         ok &= extra_ok(ia, ib)
+        if (enough & ~ok).any():
+            lost = np.bincount(np.r_[ia[enough & ~ok], ib[enough & ~ok]], minlength=m)
+            dropped = (
+                f" {int((enough & ~ok).sum())} pair(s) with enough rows were left out "
+                "because their mean invariant is outside the model's range (mean "
+                f"cos d <= 0; LF {int(np.argmax(lost))} is in {int(lost.max())} of "
+                "them): an LF whose votes are on average more than 90 degrees from "
+                "the others' (e.g. one voting the antipode) is outside the isotropic "
+                "model. Drop that LF, or use estimator='pair_sq_dist', which fits it "
+                "at the family's maximum noise with a warning."
+            )
     pairs = np.stack([ia[ok], ib[ok]], axis=1)
     design = _design(pairs, m, dev_lfs)
     if len(design) == 0 or np.linalg.matrix_rank(design) < m:
@@ -199,7 +212,7 @@ def _usable_pairs(
             f"{stats.pair_count[ia, ib].tolist()} for pairs "
             f"{list(zip(ia.tolist(), ib.tolist(), strict=True))}). Every LF needs to co-vote with "
             "two others that co-vote with each other; add data or LFs, or lower "
-            "min_overlap."
+            "min_overlap." + dropped
         )
     return pairs
 
@@ -498,14 +511,48 @@ def pair_sq_dist_estimate(
                 )
     dep = _dependent_mask(pairs, dependencies)
     bad = unidentified_lfs(pairs[~dep], stats.n_lfs, dev_lfs)
-    scale = _pair_fit(stats, noise, pairs[~dep], init, dev, dev_lfs)
+    used = pairs[~dep]
+    scale, edge = _pair_fit(stats, noise, used, init, dev, dev_lfs)
     if bad.any():
         _warn_unidentified(bad)
-        scale = np.where(bad, _pair_fit(stats, noise, pairs, init, dev, dev_lfs), scale)
-    return _estimate(noise, scale, pairs[~dep], init.log_sq_dist_var)
+        scale_all, edge_all = _pair_fit(stats, noise, pairs, init, dev, dev_lfs)
+        scale, edge = np.where(bad, scale_all, scale), np.where(bad, edge_all, edge)
+    noisy = edge == 1
+    if noisy.any() and not noisy.all():
+        # An LF fitted at the family's maximum noise is one the model cannot explain
+        # (e.g. it votes the antipode: farther from the others than any isotropic LF
+        # can be). Its pairs then pull the other LFs' fit (on Sphere(2) a 0.05 LF
+        # went to 1e-8); refit the others without them when they stay identified.
+        rest = used[~(noisy[used[:, 0]] | noisy[used[:, 1]])]
+        if len(rest) and not unidentified_lfs(rest, stats.n_lfs, dev_lfs)[~noisy].any():
+            scale2, edge2 = _pair_fit(stats, noise, rest, init, dev, dev_lfs)
+            scale = np.where(noisy, scale, scale2)
+            edge = np.where(noisy, edge, edge2)
+    _warn_edges(noise, scale, edge)
+    return _estimate(noise, scale, used, init.log_sq_dist_var)
+
+
+def _warn_edges(noise, scale, edge):
+    """Warn about LFs the pair fit put at an end of the family's range."""
+    for a in np.flatnonzero(edge != 0)[:1].tolist():
+        hint = (
+            "That is the family's maximum noise: under the model the LF carries no "
+            "information about the label (its votes are no closer to the truth than "
+            "chance); an LF that is systematically wrong, e.g. one voting the antipode, "
+            "ends here. Check or drop it."
+            if edge[a] == 1
+            else "That is (nearly) noiseless; the data do not pin it down."
+        )
+        warnings.warn(
+            f"The pairwise squared-distance fit put LF {a}'s {noise.parameter_name} at "
+            f"the edge of its range ({scale[a]!r}). {hint}",
+            IdentifiabilityWarning,
+            stacklevel=3,
+        )
 
 
 def _pair_fit(stats, noise, pairs, init, dev, dev_lfs):
+    """Weighted least squares of the pair map; (scale, edge) with edge in {-1, 0, 1}."""
     ia, ib = pairs[:, 0], pairs[:, 1]
     target = stats.pair_sq_dist_mean[ia, ib]
     var = np.maximum(
@@ -524,28 +571,43 @@ def _pair_fit(stats, noise, pairs, init, dev, dev_lfs):
     x0 = np.clip(np.log(init.noise_scale), t_lo + 1e-6, t_hi - 1e-6)
     h = 1e-6
     n_p = len(ia)
+    cache: dict[bytes, np.ndarray] = {}
+
+    def pair_map(t):
+        # resid and jac are called at the same point: evaluate the map once there
+        key = t.tobytes()
+        if key not in cache:
+            cache.clear()
+            s = np.exp(t)
+            cache[key] = noise.pair_expected_sq_dist(s[ia], s[ib])
+        return cache[key]
 
     def resid(t):
-        s = np.exp(t)
-        r = wsqrt * (noise.pair_expected_sq_dist(s[ia], s[ib]) - target)
+        r = wsqrt * (pair_map(t) - target)
         if len(dev_lfs):
-            e = noise.expected_sq_dist(s[dev_lfs])
+            e = noise.expected_sq_dist(np.exp(t[dev_lfs]))
             r = np.r_[r, dev_wsqrt * (e - dev_target)]
         return r
 
     def jac(t):
-        s = np.exp(t)
-        base = noise.pair_expected_sq_dist(s[ia], s[ib])
-        da = (noise.pair_expected_sq_dist(s[ia] * np.exp(h), s[ib]) - base) / h
-        db = (noise.pair_expected_sq_dist(s[ia], s[ib] * np.exp(h)) - base) / h
+        # Forward differences in log(scale), stepping inwards where a step forward
+        # would leave the admissible range (an LF fitted at its maximum noise sits on
+        # the upper bound; the scale just past it is rejected by the family).
+        step = np.where(t + h > t_hi, -h, h)
+        s, base = np.exp(t), pair_map(t)
+        both = noise.pair_expected_sq_dist(
+            np.r_[s[ia] * np.exp(step[ia]), s[ia]],
+            np.r_[s[ib], s[ib] * np.exp(step[ib])],
+        )
+        da, db = (both[:n_p] - base) / step[ia], (both[n_p:] - base) / step[ib]
         J = np.zeros((n_p + len(dev_lfs), len(t)))
         J[np.arange(n_p), ia] += wsqrt * da
         J[np.arange(n_p), ib] += wsqrt * db
         if len(dev_lfs):
-            sd = s[dev_lfs]
+            sd, hd = s[dev_lfs], step[dev_lfs]
             de = (
-                noise.expected_sq_dist(sd * np.exp(h)) - noise.expected_sq_dist(sd)
-            ) / h
+                noise.expected_sq_dist(sd * np.exp(hd)) - noise.expected_sq_dist(sd)
+            ) / hd
             J[n_p + np.arange(len(dev_lfs)), dev_lfs] = dev_wsqrt * de
         return J
 
@@ -559,14 +621,11 @@ def _pair_fit(stats, noise, pairs, init, dev, dev_lfs):
         gtol=1e-12,
         method="trf",
     )
-    scale = np.exp(res.x)
+    # exp(log(hi)) can round one ulp past hi: keep the result inside the family's range
+    scale = np.clip(np.exp(res.x), max(lo, 1e-8), hi if np.isfinite(hi) else 1e8)
+    # +1 at the end of the range with the most noise, -1 at the noiseless end
+    ends = np.array([t_lo, t_hi])
+    noisy_end = ends[np.argmax(noise.expected_sq_dist(np.exp(ends)))]
     at_bound = (res.x <= t_lo + 1e-6) | (res.x >= t_hi - 1e-6)
-    if at_bound.any():
-        a = int(np.flatnonzero(at_bound)[0])
-        warnings.warn(
-            f"The pairwise squared-distance fit put LF {a}'s {noise.parameter_name} at "
-            f"the edge of its range ({scale[a]!r}); the data do not pin it down.",
-            IdentifiabilityWarning,
-            stacklevel=3,
-        )
-    return scale
+    edge = np.where(at_bound, np.where(np.abs(res.x - noisy_end) <= 1e-6, 1, -1), 0)
+    return scale, edge
