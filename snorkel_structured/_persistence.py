@@ -433,9 +433,8 @@ class PersistenceMixin:
             new = self._from_archive(path)
         elif trust:
             new = self._from_pickle(path)
-        elif (
-            start[:1] == b"\x80"
-        ):  # the PROTO opcode that starts pickles since protocol 2
+        # b"\x80" is the PROTO opcode that starts every pickle since protocol 2
+        elif start[:1] == b"\x80":
             raise ValueError(
                 f"{path!r} looks like a pickle file (the format save wrote in older "
                 "versions of snorkel_structured). Loading a pickle runs code named by "
@@ -495,6 +494,19 @@ class PersistenceMixin:
         params = {
             k: dec.decode(v, f"the parameter {k}") for k, v in header["params"].items()
         }
+        for key in header["state"]:
+            # Plain instance attributes only: a file must not shadow a method or
+            # property (e.g. ``predict``) or set ``__class__``/``__dict__``.
+            if (
+                not key.isidentifier()
+                or key.startswith("__")
+                or key in names
+                or hasattr(cls, key)
+            ):
+                raise ValueError(
+                    f"{path!r} has a damaged header: {key!r} cannot be an attribute of "
+                    f"a fitted {cls.__name__}."
+                )
         state = {k: dec.decode(v, k) for k, v in header["state"].items()}
         if bool(header.get("fitted")) != _is_fitted(state):
             raise ValueError(
