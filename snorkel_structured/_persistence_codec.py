@@ -92,6 +92,15 @@ def _warning_categories() -> dict[str, type[Warning]]:
 _BIT_GENERATORS = ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64")
 
 
+def _plain(value: Any) -> Any:
+    """NumPy scalars in (nested tuples of) items as Python scalars."""
+    if isinstance(value, tuple):
+        return tuple(_plain(v) for v in value)
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
 # -- encoding ------------------------------------------------------------------------------
 class _Encoder:
     """Values -> JSON nodes, collecting arrays for the archive."""
@@ -103,8 +112,9 @@ class _Encoder:
     def _store(self, arr: np.ndarray, path: str) -> str:
         if arr.dtype.hasobject:
             raise ValueError(
-                f"{path} is an array of dtype {arr.dtype} (Python objects), which cannot "
-                "be saved without pickle; convert it to a numeric or string array."
+                f"Cannot save {path}: an array of dtype {arr.dtype} (Python objects) "
+                "cannot be saved without pickle; convert it to a numeric or string "
+                "array."
             )
         key = f"a{len(self.arrays)}"
         self.arrays[key] = arr
@@ -201,7 +211,9 @@ class _Encoder:
         elif kind in (FiniteMetricSpace, GraphSpace):
             node = {
                 "kind": kind.__name__,
-                "items": self.encode(tuple(space.items), f"{path}.items"),
+                # NumPy scalar items become Python ones (equal and hashing alike), so a
+                # space of r integer items is r JSON numbers, not r arrays.
+                "items": self.encode(_plain(tuple(space.items)), f"{path}.items"),
                 "distances": self.encode(
                     np.asarray(space.distance_matrix), f"{path}.distance_matrix"
                 ),

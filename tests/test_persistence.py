@@ -487,3 +487,21 @@ def test_a_file_cannot_shadow_methods_or_special_attributes(
     _write(path, header, arrays)
     with pytest.raises(ValueError, match=re.escape(f"{key!r} cannot be an attribute")):
         ss.StructuredLabelModel(structured_lm.space).load(path)
+
+
+def test_object_arrays_are_refused_at_save(structured_lm, tmp_path):
+    model = copy.deepcopy(structured_lm)
+    model.fit_warnings_ = [np.array([{"a": 1}], dtype=object)]
+    with pytest.raises(ValueError, match=r"Cannot save fit_warnings_\[0\].*object"):
+        model.save(tmp_path / "obj.model")
+    assert not (tmp_path / "obj.model").exists()
+
+
+def test_numpy_items_of_a_space_are_saved_as_plain_values(tmp_path):
+    items = np.arange(10, 14)  # NumPy integers as labels
+    space = ss.FiniteMetricSpace(items, np.abs(items[:, None] - items[None, :]))
+    ss.StructuredLabelModel(space).save(tmp_path / "np.model")
+    header, arrays = _read(tmp_path / "np.model")
+    assert header["space"]["items"]["items"] == [10, 11, 12, 13]
+    loaded = ss.StructuredLabelModel(space).load(tmp_path / "np.model")
+    assert loaded.space.index(12) == 2
