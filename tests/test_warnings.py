@@ -62,3 +62,43 @@ def test_captures_do_not_cross_threads_or_touch_global_state():
     assert got["capturing"] == ["mine"]
     assert leaked == ["other thread"]
     assert warnings.filters == filters and warnings.showwarning is show
+
+
+def test_two_threads_fitting_at_once_keep_their_own_fit_warnings():
+    from snorkel_structured.synthetic import make_ranking_data
+
+    data = make_ranking_data(500, seed=0)
+    clean = data.L
+    # a copy of the truth as a fourth LF: the model sees it as never wrong and warns
+    copied = np.column_stack([data.L, data.Y])
+    expected = {
+        name: ss.StructuredLabelModel(data.space, seed=0).fit(L).fit_warnings_
+        for name, L in (("clean", clean), ("copied", copied))
+    }
+    assert expected["clean"] == [] and len(expected["copied"]) == 1
+    filters, show = list(warnings.filters), warnings.showwarning
+    got: dict[str, list[list[str]]] = {"clean": [], "copied": []}
+    barrier = threading.Barrier(2)
+
+    def fit_many(name: str, L: np.ndarray) -> None:
+        barrier.wait()
+        for _ in range(6):
+            lm = ss.StructuredLabelModel(data.space, seed=0).fit(L)
+            got[name].append(lm.fit_warnings_)
+
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        threads = [
+            threading.Thread(target=fit_many, args=("clean", clean)),
+            threading.Thread(target=fit_many, args=("copied", copied)),
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    for name in got:
+        assert got[name] == [expected[name]] * 6, name
+    # every fit of the copied LF still showed its warning to the user, once
+    ours = [w for w in shown if issubclass(w.category, IdentifiabilityWarning)]
+    assert len(ours) == 6
+    assert warnings.filters == filters and warnings.showwarning is show

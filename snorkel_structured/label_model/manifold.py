@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import warnings
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from snorkel_structured import _warnings
 from snorkel_structured._chunks import (
     is_dask_collection,
     map_partitions_to_array,
@@ -599,8 +599,7 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
                 if rows.shape[0] > SELECT_MAX_ROWS:
                     pick = rng.choice(rows.shape[0], SELECT_MAX_ROWS, replace=False)
                     sel = rows[np.sort(pick)]
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
+                with _warnings.captured(), np.errstate(all="ignore"):
                     bg = fit_background(self.space, sel, plain.expected_sq_dist)
                     far, n_votes, p_far = outlier_screen(
                         self.space,
@@ -705,8 +704,7 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
         for k in (True, False):
             train, test = rows[fold != k], rows[fold == k]
             try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
+                with _warnings.captured(), np.errstate(all="ignore"):
                     st = ManifoldStats._from_checked(train, self.space)
                     plain = self._estimate(st, noise, deps)
                     rob = self._robust_fit(
@@ -716,8 +714,7 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
                 return -np.inf, 0.0
             bg = rob.background
             try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
+                with _warnings.captured(), np.errstate(all="ignore"):
                     ll_p = heldout_loglik(
                         self.space,
                         test,

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import functools
 import inspect
-import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 from snorkel.labeling.model.base_labeler import BaseLabeler
 
+from snorkel_structured import _warnings
 from snorkel_structured._chunks import (
     is_dask_collection,
     reduce_stats,
@@ -701,8 +701,7 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
         S = None if large else self.space.squared_distance_matrix
         support = self._support()
         vote_weights = dependency_weights(self._dependencies, stats.n_lfs)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
+        with _warnings.captured() as caught:
             if self.estimator == "mle":
                 est = mle_estimate(
                     stats,
@@ -757,9 +756,9 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
                 )
                 expected, abstain, noise_model = None, None, {}
                 power, eps, log_h = 2.0, None, None
-        self.fit_warnings_ = [str(w.message) for w in caught]
+        self.fit_warnings_ = [w.message for w in caught]
         for w in caught:  # re-emit, pointing at the caller
-            warnings.warn(w.message, w.category, stacklevel=3)
+            _warnings.warn(w.message, w.category, stacklevel=3)
         self.stats_ = stats
         self.n_lfs_ = stats.n_lfs
         self.prior_ = np.asarray(prior, dtype=np.float64)
@@ -837,7 +836,7 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
         e = uws_expected_sq_dist(M)
         bad = ~np.isfinite(e) | (e < 0)
         if bad.any():
-            warnings.warn(
+            _warnings.warn(
                 f"UWS could not estimate E[d^2] for LFs {np.flatnonzero(bad).tolist()} "
                 "(no fully observed triplet, or additivity badly violated); treated as "
                 "the most accurate possible.",
