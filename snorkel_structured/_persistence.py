@@ -41,7 +41,6 @@ import math
 import os
 import pickle
 import re
-import warnings
 import zipfile
 from collections.abc import Sequence
 from typing import Any
@@ -513,9 +512,7 @@ class PersistenceMixin:
                 f"{path!r} has a damaged header: it says fitted={header.get('fitted')!r} "
                 f"but holds attributes {sorted(state)}."
             )
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # constructors only assign
-            new = cls(getattr(self, "space", space), **params)  # type: ignore[call-arg]
+        new = cls(getattr(self, "space", space), **params)  # type: ignore[call-arg]
         for key, value in state.items():
             setattr(new, key, value)
         self._check_state(new, path)
