@@ -131,7 +131,7 @@ def test_end_models_check_features_as_scikit_learn_does(name):
     X, y = _fit_args(name)
     est = _make(name).fit(X, y)
     assert est.n_features_in_ == X.shape[1]
-    with pytest.raises(ValueError, match="fitted with 4"):
+    with pytest.raises(ValueError, match="expecting 4 features"):
         est.predict(X[:3, :2])
     bad = {
         "no feature": (X[:, :0], "at least one row and column"),

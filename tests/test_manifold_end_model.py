@@ -75,7 +75,7 @@ def test_end_model_validation(rng):
     with pytest.raises(ValueError, match="nu must be in the range"):
         KernelManifoldRegressor(s, nu=0.0).fit(F, Y)
     m = KernelManifoldRegressor(s).fit(F, Y)
-    with pytest.raises(ValueError, match="fitted with 2"):
+    with pytest.raises(ValueError, match="expecting 2 features"):
         m.predict(F[:, :1])
 
 

@@ -114,7 +114,8 @@ class KernelManifoldRegressor(PersistenceMixin, BaseEstimator):
         X : array-like of shape (n_samples, n_features)
         lf_outputs : array-like of shape (n_samples, n_lfs, ambient_dim) or (n_samples, ambient_dim)
             LF outputs (NaN rows = abstain) together with ``label_model``, or clean
-            labels (then ``label_model`` must be None).
+            labels (then ``label_model`` must be None); on a line (ambient_dim 1),
+            clean labels may also be a 1-D array of shape (n_samples,).
         label_model : ManifoldLabelModel, optional
             Fitted on the same space and LFs; supplies ``beta = weights_``.
 
@@ -132,7 +133,7 @@ class KernelManifoldRegressor(PersistenceMixin, BaseEstimator):
             raise ValueError(f"kernel must be one of {KERNELS}; got {self.kernel!r}.")
         nu = check_scalar(self.nu, "nu", low=0.0, low_inclusive=False)
         X = check_features(X)
-        T = np.asarray(lf_outputs)
+        T = self._as_points(lf_outputs)
         if T.ndim == 3:
             if label_model is None or not hasattr(label_model, "weights_"):
                 raise ValueError(
@@ -176,6 +177,12 @@ class KernelManifoldRegressor(PersistenceMixin, BaseEstimator):
         self.beta_ = beta
         return self
 
+    def _as_points(self, Y: Any) -> np.ndarray:
+        # A 1-D target is a column of points when the space is a line (scikit-learn's
+        # regression convention); elsewhere the shape check refuses it.
+        Y = np.asarray(Y)
+        return Y[:, None] if Y.ndim == 1 and self.space.ambient_dim == 1 else Y
+
     def _validate_state(self) -> None:
         """Check a loaded fitted state (for ``load``): shapes agree, arrays finite."""
         X = check_state_array(state_attr(self, "X_fit_"), "X_fit_", (None, None))
@@ -209,12 +216,7 @@ class KernelManifoldRegressor(PersistenceMixin, BaseEstimator):
     def predict(self, X: Any) -> np.ndarray:
         """Predicted labels, shape (n_new, ambient_dim)."""
         check_is_fitted(self, "factor_")
-        X = check_features(X)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {X.shape[1]} features, but the model was fitted with "
-                f"{self.n_features_in_}."
-            )
+        X = check_features(X, n_features=self.n_features_in_, estimator=self)
         alpha = ridge_weights(
             self.factor_, kernel_matrix(self.X_fit_, X, self.kernel, self.gamma_)
         ).T
@@ -249,8 +251,12 @@ class KernelManifoldRegressor(PersistenceMixin, BaseEstimator):
             )
         return out
 
-    def score(self, X: Any, Y: Any) -> float:
-        """Negative mean squared geodesic error (higher is better)."""
+    def score(self, X: Any, y: Any) -> float:
+        """Negative mean squared geodesic error to the labels ``y`` (higher is better).
+
+        ``y`` has shape (n_samples, ambient_dim) (or (n_samples,) on a line), named as
+        in scikit-learn's ``score(X, y)``.
+        """
         pred = self.predict(X)
-        Y = check_points(Y, self.space, name="Y")
-        return -float(np.mean(self.space.squared_dist(pred, Y)))
+        y = check_points(self._as_points(y), self.space, name="y")
+        return -float(np.mean(self.space.squared_dist(pred, y)))

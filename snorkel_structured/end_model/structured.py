@@ -52,8 +52,8 @@ def _check_labels(y: Any, r: int, n: int, name: str = "y") -> np.ndarray:
         and (arr == np.round(arr)).all()
     ):
         raise ValueError(
-            f"{name} must hold integer label indices; got dtype {arr.dtype}. Encode "
-            "items with space.encode(...)."
+            f"Unknown label type: {name} must hold integer label indices; got dtype "
+            f"{arr.dtype}. Encode items with space.encode(...)."
         )
     if arr.shape[0] != n:
         raise ValueError(
@@ -235,12 +235,7 @@ class KernelStructuredPredictor(PersistenceMixin, BaseEstimator):
 
     def _scores_chunks(self, X: Any):
         check_is_fitted(self, "dual_coef_")
-        Xa = check_features(X)
-        if Xa.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {Xa.shape[1]} features, but the model was fitted with "
-                f"{self.n_features_in_}."
-            )
+        Xa = check_features(X, n_features=self.n_features_in_, estimator=self)
         for start in range(0, Xa.shape[0], self.chunk_size):  # bounded memory
             K_x = kernel_matrix(
                 self.X_fit_,
