@@ -5,8 +5,9 @@ leading axes and reduces over the last one (geomstats vocabulary: ``point``,
 ``base_point``, ``tangent_vec``). Formulas are chosen for stability:
 
 - sphere distances use ``2 atan2(|x - p|, |x + p|)`` (exact near 0 and near pi);
-- hyperbolic distances use ``2 asinh(|x - p|_L / 2)`` with the Minkowski norm of the
-  difference, exact near 0 and free of ``arccosh`` cancellation;
+- hyperbolic operations work on the spatial coordinates only and split every quantity
+  into terms of one sign, accurate far from the origin too (see
+  ``snorkel_structured.spaces._hyperbolic``); points too far out for float64 are refused;
 - ``sin(r)/r`` and ``sinh(r)/r`` use series near 0; results of ``exp`` are re-projected;
 - the antipodal logarithm on the sphere (any direction is a geodesic) picks a
   deterministic tangent direction.
@@ -22,6 +23,7 @@ import numpy as np
 
 from snorkel_structured._validation import check_scalar, check_seed
 from snorkel_structured.exceptions import ConvergenceWarning
+from snorkel_structured.spaces import _hyperbolic as _hyp
 
 __all__ = ["Euclidean", "Hyperbolic", "ProductManifold", "Sphere"]
 
@@ -121,20 +123,34 @@ class _ConstantCurvature:
         Raises
         ------
         ValueError
-            If shapes do not match or a weight is negative or not finite.
+            If shapes do not match or a weight is negative or not finite; on hyperbolic
+            space also if a point lies too far from the origin for float64 coordinates
+            (see :class:`Hyperbolic`).
 
         Warns
         -----
         ConvergenceWarning
-            If some means did not reach the tolerance in ``max_iter`` iterations.
+            If some means did not reach the tolerance in ``max_iter`` iterations; the
+            best point found is returned for them (never NaN).
 
         Notes
         -----
-        Riemannian Newton iterations from the normalized extrinsic mean. The Hessian of
-        ``1/2 d^2(., p)`` at ``x`` is ``u u^T + c(r) (I - u u^T)`` with ``u`` the unit
-        direction of ``log_x p`` and ``c(r) = r coth r`` (hyperbolic), ``r cot r``
-        (sphere), ``1`` (Euclidean). Where the Newton direction is not a descent
-        direction (possible on the sphere for spread-out points) a gradient step is used.
+        Riemannian Newton iterations. The Hessian of ``1/2 d^2(., p)`` at ``x`` is
+        ``u u^T + c(r) (I - u u^T)`` with ``u`` the unit direction of ``log_x p`` and
+        ``c(r) = r coth r`` (hyperbolic), ``r cot r`` (sphere), ``1`` (Euclidean).
+
+        - Hyperbolic: the objective is geodesically strongly convex and ``c >= 1``, so
+          the Newton direction always descends; an Armijo backtracking line search on
+          the objective makes the iteration converge from any start. It starts from the
+          better of the projected extrinsic mean and the best input point (lowest
+          objective), and works in the frame of the current iterate (points moved by
+          the isometry taking it to the origin), accurate far from the origin. The
+          gradient tolerance is floored at the resolution of float64 coordinates there
+          (``64 eps cosh R`` at distance ``R`` from the origin).
+        - Sphere: from the normalized extrinsic mean; where the Newton direction is not
+          a descent direction (possible for spread-out points) a gradient step is
+          used, and steps are capped at ``pi / 2``.
+        - Euclidean: the weighted average (closed form).
         """
         pts = np.asarray(points, dtype=np.float64)
         if pts.ndim < 2 or pts.shape[-1] != self.ambient_dim:
@@ -169,13 +185,15 @@ class _ConstantCurvature:
         batch = pts.shape[:-2]
         P = pts.reshape(-1, n, self.ambient_dim)
         W = wn.reshape(-1, n)
+        out = self._mean_rows(P, W, tol, max_iter).reshape(*batch, self.ambient_dim)
+        return np.where(empty[..., None], np.nan, out)
+
+    def _mean_rows(self, P, W, tol, max_iter):
+        """Means of rows P (k, n, D) with normalized weights W (k, n); (k, D)."""
         x = self._extrinsic_init(P, W)
         if self.curvature == 0:  # closed form
-            out = x
-        else:
-            out = self._newton(P, W, x, tol, max_iter)
-        out = out.reshape(*batch, self.ambient_dim)
-        return np.where(empty[..., None], np.nan, out)
+            return x
+        return self._newton(P, W, x, tol, max_iter)
 
     def _origin_like(self, shape: tuple[int, ...]) -> np.ndarray:
         o = np.zeros((*shape, self.ambient_dim))
@@ -440,6 +458,19 @@ class Hyperbolic(_ConstantCurvature):
     dim : int
         Intrinsic dimension; points have shape ``(..., dim + 1)``.
 
+    Notes
+    -----
+    Operations use the spatial coordinates ``x_1..x_dim`` only (``x_0`` is implied) and
+    formulas free of cancellation, so they stay accurate far from the origin, where
+    Minkowski products of points (``arccosh(-<x, y>_L)``) lose every digit. The
+    coordinates themselves limit what can be known: at distance ``R`` from the origin
+    float64 resolves positions only to about ``eps sinh R`` (5e-8 at ``R = 20``, 1e-3
+    at ``R = 30``). Points farther than ``Hyperbolic.max_radius`` (about 31.9, where
+    the resolution is 0.008) are refused with a ValueError: recentre such data (see
+    :meth:`translate`). The time component of a tangent vector is implied by tangency
+    (``<v, x>_L = 0``): ``exp``, ``inner`` and ``norm`` (given ``base_point``) read
+    only its spatial part.
+
     Examples
     --------
     >>> import numpy as np
@@ -452,6 +483,7 @@ class Hyperbolic(_ConstantCurvature):
     """
 
     curvature = -1.0
+    max_radius = _hyp.MAX_RADIUS  # farther points are refused (float64 resolution)
 
     def __init__(self, dim: int) -> None:
         self.dim = _check_dim(dim)
@@ -461,51 +493,156 @@ class Hyperbolic(_ConstantCurvature):
         """The point (1, 0, ..., 0), shape (dim + 1,)."""
         return self._origin_like(())
 
+    @staticmethod
+    def _spatial(point: Any, name: str) -> np.ndarray:
+        """Spatial part of points, refused beyond ``max_radius``."""
+        s = np.asarray(point, dtype=np.float64)[..., 1:]
+        _hyp.check_spatial(np.sqrt(np.einsum("...i,...i->...", s, s)), name)
+        return s
+
     def _metric_diag(self):
         g = np.ones(self.ambient_dim)
         g[0] = -1.0
         return g
 
     def inner(self, tangent_a, tangent_b, base_point=None):
-        """Minkowski inner product ``-a_0 b_0 + sum_i a_i b_i``, shape (...)."""
+        """Riemannian inner product of tangent vectors at ``base_point``, shape (...).
+
+        Without ``base_point``: the Minkowski product ``-a_0 b_0 + sum_i a_i b_i``,
+        which loses every digit for tangent vectors far from the origin. With it: the
+        vectors are carried to the origin by the isometry taking ``base_point`` there
+        (their spatial parts suffice), and the Euclidean product is taken there.
+        """
         a, b = np.asarray(tangent_a), np.asarray(tangent_b)
-        return np.einsum("...i,...i->...", a, b) - 2.0 * a[..., 0] * b[..., 0]
+        if base_point is None:
+            return np.einsum("...i,...i->...", a, b) - 2.0 * a[..., 0] * b[..., 0]
+        s = self._spatial(base_point, "base_point")
+        ua = _hyp.pull_tangent(s, a[..., 1:])
+        ub = _hyp.pull_tangent(s, b[..., 1:])
+        return np.einsum("...i,...i->...", ua, ub)
+
+    def norm(self, tangent_vec, base_point=None):
+        """Riemannian norm of a tangent vector, shape (...); pass ``base_point`` far out.
+
+        See :meth:`inner`: without ``base_point`` the Minkowski norm is used, exact near
+        the origin only.
+        """
+        if base_point is None:
+            return super().norm(tangent_vec)
+        s = self._spatial(base_point, "base_point")
+        u = _hyp.pull_tangent(s, np.asarray(tangent_vec, dtype=np.float64)[..., 1:])
+        return np.sqrt(np.einsum("...i,...i->...", u, u))
 
     def minkowski_inner(self, point_a, point_b):
         """Minkowski inner product ``-a_0 b_0 + sum_i a_i b_i``, shape (...)."""
         return self.inner(np.asarray(point_a), np.asarray(point_b))
 
     def _cosh_and_dist(self, point_a, point_b):
-        """(|a - b|_L^2 = 2 cosh d - 2, d): exact near 0 and for large distances."""
-        a, b = np.asarray(point_a), np.asarray(point_b)
-        diff = a - b
-        q = np.maximum(self.inner(diff, diff), 0.0)
-        c = np.maximum(-self.inner(a, b), 1.0)
-        big = c > 2.0  # cancellation in q grows with |x_0|; arccosh is exact there
-        d = np.where(big, np.arccosh(c), 2.0 * np.arcsinh(0.5 * np.sqrt(q)))
-        return np.where(big, 2.0 * c - 2.0, q), d
+        """(2 cosh d - 2, d), accurate near and far from the origin; shapes (...)."""
+        s = self._spatial(point_a, "point_a")
+        t = self._spatial(point_b, "point_b")
+        q = _hyp.chord_sq(s, t)
+        return q, _hyp.dist_from_chord_sq(q)
 
     def dist(self, point_a, point_b):
         """Geodesic distance, shape (...).
 
-        ``2 asinh(|a - b|_L / 2)`` below ``d = arccosh 2`` (exact near 0) and
-        ``arccosh(-<a, b>_L)`` above (exact for large distances).
+        ``d = 2 asinh(sqrt(q) / 2)`` with ``q = 2 cosh d - 2`` written as the sum of a
+        radial and an angular term (both >= 0) computed from the difference of the
+        spatial parts: accurate to the resolution of the coordinates at any distance
+        from the origin (relative error about ``eps sinh R``; see the class Notes).
+
+        Raises
+        ------
+        ValueError
+            If a point lies farther than ``max_radius`` from the origin.
         """
         return self._cosh_and_dist(point_a, point_b)[1]
 
     def exp(self, tangent_vec, base_point):
-        """Exponential map ``cosh|v| x + sinh|v| v/|v|``, shape (..., dim + 1)."""
-        v, x = np.asarray(tangent_vec), np.asarray(base_point)
-        r = self.norm(v)[..., None]
-        return self.projection(np.cosh(r) * x + _sinhc(r) * v)
+        """Exponential map ``cosh|v| x + sinh|v| v/|v|``, shape (..., dim + 1).
+
+        Computed as ``L_x(exp_o(u))``: ``u`` is ``tangent_vec`` carried to the origin
+        by the isometry ``L_x^-1`` (only the spatial part of ``tangent_vec`` is read;
+        the time part is implied by tangency), ``L_x`` the boost taking the origin to
+        ``x``.
+
+        Raises
+        ------
+        ValueError
+            If ``base_point`` or the result lies farther than ``max_radius`` from the
+            origin (the result's coordinates would be noise or overflow).
+        """
+        v = np.asarray(tangent_vec, dtype=np.float64)
+        s = self._spatial(base_point, "base_point")
+        u = _hyp.pull_tangent(s, v[..., 1:])
+        z = _hyp.exp_origin_spatial(u)
+        y = _hyp.boost_inverse(-s, z)
+        _hyp.check_spatial(np.sqrt(np.einsum("...i,...i->...", y, y)), "exp(v, x)")
+        return _hyp.lift(y)
 
     def log(self, point, base_point):
-        """Logarithm map, shape (..., dim + 1)."""
-        p, x = np.asarray(point), np.asarray(base_point)
-        q, d = self._cosh_and_dist(p, x)
-        u = (p - x) - 0.5 * q[..., None] * x  # p + <x,p>_L x without cancellation
-        fac = 1.0 / _sinhc(d)
-        return fac[..., None] * u
+        """Logarithm map, shape (..., dim + 1).
+
+        ``point`` is moved by the isometry taking ``base_point`` to the origin, its
+        logarithm taken there and carried back (accurate far from the origin).
+
+        Raises
+        ------
+        ValueError
+            If a point lies farther than ``max_radius`` from the origin.
+        """
+        t = self._spatial(point, "point")
+        s = self._spatial(base_point, "base_point")
+        u, _ = _hyp.log_frame(s, t)
+        return _hyp.push_tangent(s, u)
+
+    def translate(self, point, base_point, *, inverse: bool = False):
+        """Apply the hyperbolic translation taking the origin to ``base_point``.
+
+        The translation is the Lorentz boost ``L_b`` along the geodesic from the origin
+        to ``b = base_point`` (its differential at the origin is parallel transport
+        along that geodesic). ``inverse=True`` applies ``L_b^-1``, which takes ``b``
+        to the origin: the way to recentre data before working with it.
+
+        Parameters
+        ----------
+        point : array-like of shape (..., dim + 1)
+        base_point : array-like of shape (..., dim + 1)
+        inverse : bool, default=False
+
+        Returns
+        -------
+        point : ndarray of shape (..., dim + 1)
+
+        Raises
+        ------
+        ValueError
+            If an input or the result lies farther than ``max_radius`` from the origin.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> h = Hyperbolic(2)
+        >>> b = h.exp(np.array([0.0, 3.0, 0.0]), h.origin)
+        >>> p = h.translate(h.origin, b)
+        >>> bool(np.allclose(p, b))
+        True
+        >>> bool(np.allclose(h.translate(b, b, inverse=True), h.origin))
+        True
+        """
+        t = self._spatial(point, "point")
+        s = self._spatial(base_point, "base_point")
+        y = _hyp.boost_inverse(s if inverse else -s, t)
+        _hyp.check_spatial(np.sqrt(np.einsum("...i,...i->...", y, y)), "translate")
+        return _hyp.lift(y)
+
+    def _mean_rows(self, P, W, tol, max_iter):
+        S = self._spatial(P, "a point of points")
+        x_ext = np.einsum("kn,kni->ki", W, S)  # projected extrinsic mean (spatial part)
+        x, failed = _hyp.frechet_mean_spatial(S, W, x_ext, tol, max_iter)
+        _hyp.warn_unconverged(failed, P.shape[0], tol, max_iter)
+        return _hyp.lift(x)
 
     def belongs(self, point, atol: float = 1e-6):
         """True where ``|<x,x>_L + 1| <= atol * max(1, x_0^2)`` and ``x_0 > 0``."""
@@ -620,7 +757,7 @@ class ProductManifold:
         self.ambient_dim = sum(f.ambient_dim for f in factors)
         edges = np.cumsum([0] + [f.ambient_dim for f in factors])
         self._slices = tuple(
-            slice(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])
+            slice(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True)
         )
 
     def __eq__(self, other: object) -> bool:
@@ -645,7 +782,7 @@ class ProductManifold:
     def _map(self, name, *arrays):
         parts = [
             getattr(f, name)(*(a[..., s] for a in arrays))
-            for f, s in zip(self.factors, self._slices)
+            for f, s in zip(self.factors, self._slices, strict=True)
         ]
         return np.concatenate(parts, axis=-1)
 
@@ -659,7 +796,7 @@ class ProductManifold:
         a, b = np.asarray(point_a), np.asarray(point_b)
         return sum(
             f.squared_dist(a[..., s], b[..., s])
-            for f, s in zip(self.factors, self._slices)
+            for f, s in zip(self.factors, self._slices, strict=True)
         )
 
     def dist(self, point_a, point_b):
@@ -678,7 +815,8 @@ class ProductManifold:
         """Sum of the factors' inner products."""
         a, b = np.asarray(tangent_a), np.asarray(tangent_b)
         return sum(
-            f.inner(a[..., s], b[..., s]) for f, s in zip(self.factors, self._slices)
+            f.inner(a[..., s], b[..., s])
+            for f, s in zip(self.factors, self._slices, strict=True)
         )
 
     def norm(self, tangent_vec, base_point=None):
@@ -689,7 +827,7 @@ class ProductManifold:
         """True where every factor's part belongs to its factor, shape (...)."""
         point = np.asarray(point, dtype=np.float64)
         out = np.ones(point.shape[:-1], dtype=bool)
-        for f, s in zip(self.factors, self._slices):
+        for f, s in zip(self.factors, self._slices, strict=True):
             out &= f.belongs(point[..., s], atol)
         return out
 
@@ -710,7 +848,7 @@ class ProductManifold:
         return np.concatenate(
             [
                 f.random_tangent_vec(x[..., s], scale=scale, seed=rng)
-                for f, s in zip(self.factors, self._slices)
+                for f, s in zip(self.factors, self._slices, strict=True)
             ],
             axis=-1,
         )
@@ -740,7 +878,7 @@ class ProductManifold:
         return np.concatenate(
             [
                 f.frechet_mean(pts[..., s], weights, tol=tol, max_iter=max_iter)
-                for f, s in zip(self.factors, self._slices)
+                for f, s in zip(self.factors, self._slices, strict=True)
             ],
             axis=-1,
         )
