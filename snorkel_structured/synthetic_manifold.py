@@ -13,6 +13,7 @@ import numpy as np
 
 from snorkel_structured._validation import check_points, check_scalar, check_seed
 from snorkel_structured.noise.manifold import make_noise
+from snorkel_structured.spaces.manifolds import Hyperbolic
 
 __all__ = ["ManifoldData", "make_manifold_data"]
 
@@ -71,6 +72,13 @@ def make_manifold_data(
     -------
     data : ManifoldData
 
+    Raises
+    ------
+    ValueError
+        On hyperbolic space, if a label or draw lies farther than
+        ``Hyperbolic.max_radius`` from the origin (float64 coordinates cannot resolve
+        it); place ``y`` nearer the origin.
+
     Examples
     --------
     >>> from snorkel_structured.spaces.manifolds import Sphere
@@ -102,8 +110,15 @@ def make_manifold_data(
             )
         Y = np.broadcast_to(point, (n_samples, space.ambient_dim)).copy()
     m = scale.size
-    base = np.broadcast_to(Y[:, None, :], (n_samples, m, space.ambient_dim))
-    X = family.sample(base, scale, seed=rng)
+    if isinstance(space, Hyperbolic):
+        # Draw around the origin and move the draws to Y by the translation taking the
+        # origin to Y (an isometry: same law, by isotropy). Drawing at Y directly goes
+        # through ambient tangent vectors, whose coordinates are too coarse far out.
+        base = np.broadcast_to(space.origin, (n_samples, m, space.ambient_dim))
+        X = space.translate(family.sample(base, scale, seed=rng), Y[:, None, :])
+    else:
+        base = np.broadcast_to(Y[:, None, :], (n_samples, m, space.ambient_dim))
+        X = family.sample(base, scale, seed=rng)
     if abstain > 0:
         X[rng.random((n_samples, m)) < abstain] = np.nan
     return ManifoldData(
