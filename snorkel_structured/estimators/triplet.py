@@ -571,21 +571,30 @@ def _pair_fit(stats, noise, pairs, init, dev, dev_lfs):
     x0 = np.clip(np.log(init.noise_scale), t_lo + 1e-6, t_hi - 1e-6)
     h = 1e-6
     n_p = len(ia)
-    cache: dict[bytes, np.ndarray] = {}
+    cache: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
 
-    def pair_map(t):
-        # resid and jac are called at the same point: evaluate the map once there
+    # The Riemannian Gaussian gives the pair map's derivatives with the map itself
+    # (exponential-family identity); other families use finite differences below.
+    analytic = getattr(noise, "_pair_expected_sq_dist_and_grad", None)
+
+    def moments(t):
+        # resid and jac are called at the same point: evaluate the maps once there
         key = t.tobytes()
         if key not in cache:
             cache.clear()
             s = np.exp(t)
-            cache[key] = noise.pair_expected_sq_dist(s[ia], s[ib])
+            e = noise.expected_sq_dist(s[dev_lfs]) if len(dev_lfs) else np.zeros(0)
+            if analytic is not None:
+                pair, da, db = analytic(s[ia], s[ib])
+            else:
+                pair, da, db = noise.pair_expected_sq_dist(s[ia], s[ib]), None, None
+            cache[key] = (pair, e, da, db)
         return cache[key]
 
     def resid(t):
-        r = wsqrt * (pair_map(t) - target)
+        pair, e, _, _ = moments(t)
+        r = wsqrt * (pair - target)
         if len(dev_lfs):
-            e = noise.expected_sq_dist(np.exp(t[dev_lfs]))
             r = np.r_[r, dev_wsqrt * (e - dev_target)]
         return r
 
@@ -594,20 +603,19 @@ def _pair_fit(stats, noise, pairs, init, dev, dev_lfs):
         # would leave the admissible range (an LF fitted at its maximum noise sits on
         # the upper bound; the scale just past it is rejected by the family).
         step = np.where(t + h > t_hi, -h, h)
-        s, base = np.exp(t), pair_map(t)
-        both = noise.pair_expected_sq_dist(
-            np.r_[s[ia] * np.exp(step[ia]), s[ia]],
-            np.r_[s[ib], s[ib] * np.exp(step[ib])],
-        )
-        da, db = (both[:n_p] - base) / step[ia], (both[n_p:] - base) / step[ib]
+        s, (base, e, da, db) = np.exp(t), moments(t)
+        if da is None:
+            both = noise.pair_expected_sq_dist(
+                np.r_[s[ia] * np.exp(step[ia]), s[ia]],
+                np.r_[s[ib], s[ib] * np.exp(step[ib])],
+            )
+            da, db = (both[:n_p] - base) / step[ia], (both[n_p:] - base) / step[ib]
         J = np.zeros((n_p + len(dev_lfs), len(t)))
         J[np.arange(n_p), ia] += wsqrt * da
         J[np.arange(n_p), ib] += wsqrt * db
         if len(dev_lfs):
-            sd, hd = s[dev_lfs], step[dev_lfs]
-            de = (
-                noise.expected_sq_dist(sd * np.exp(hd)) - noise.expected_sq_dist(sd)
-            ) / hd
+            hd = step[dev_lfs]
+            de = (noise.expected_sq_dist(s[dev_lfs] * np.exp(hd)) - e) / hd
             J[n_p + np.arange(len(dev_lfs)), dev_lfs] = dev_wsqrt * de
         return J
 
