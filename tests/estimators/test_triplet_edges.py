@@ -169,3 +169,21 @@ def test_pair_sq_dist_riemannian_gaussian_recovers_truth(space):
     est = pair_sq_dist_estimate(stats, d.noise)
     np.testing.assert_allclose(est.expected_sq_dist, d.expected_sq_dist, rtol=0.05)
     np.testing.assert_allclose(est.noise_scale, theta, rtol=0.1)
+
+
+@pytest.mark.parametrize(
+    "space", [Euclidean(2), Hyperbolic(2), Hyperbolic(5), Sphere(2), Sphere(5)]
+)
+def test_riemannian_gaussian_pair_map_gradient_matches_differences(space):
+    # the pair fit's Jacobian for this family: exponential-family identity
+    rg = RiemannianGaussian(space)
+    theta_a, theta_b = np.exp(
+        np.random.default_rng(6).uniform(np.log(0.5), 4.0, (2, 8))
+    )
+    value, d_a, d_b = rg._pair_expected_sq_dist_and_grad(theta_a, theta_b)
+    np.testing.assert_allclose(value, rg.pair_expected_sq_dist(theta_a, theta_b))
+    h = 1e-5
+    for got, (ua, ub) in ((d_a, (h, 0.0)), (d_b, (0.0, h))):
+        up = rg.pair_expected_sq_dist(theta_a * np.exp(ua), theta_b * np.exp(ub))
+        down = rg.pair_expected_sq_dist(theta_a * np.exp(-ua), theta_b * np.exp(-ub))
+        np.testing.assert_allclose(got, (up - down) / (2 * h), rtol=1e-5, atol=1e-9)
