@@ -533,8 +533,11 @@ def pair_sq_dist_estimate(
 
 
 def _warn_edges(noise, scale, edge):
-    """Warn about LFs the pair fit put at an end of the family's range."""
-    for a in np.flatnonzero(edge != 0)[:1].tolist():
+    """Warn about LFs the pair fit put at an end of the family's range.
+
+    One warning per end, naming the first LF there; the maximum-noise end first.
+    """
+    for a in [int(np.flatnonzero(edge == e)[0]) for e in (1, -1) if (edge == e).any()]:
         hint = (
             "That is the family's maximum noise: under the model the LF carries no "
             "information about the label (its votes are no closer to the truth than "
@@ -571,7 +574,7 @@ def _pair_fit(stats, noise, pairs, init, dev, dev_lfs):
     x0 = np.clip(np.log(init.noise_scale), t_lo + 1e-6, t_hi - 1e-6)
     h = 1e-6
     n_p = len(ia)
-    cache: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
+    cache: dict[bytes, tuple] = {}
 
     # The Riemannian Gaussian gives the pair map's derivatives with the map itself
     # (exponential-family identity); other families use finite differences below.
