@@ -301,10 +301,15 @@ def _loo_references(
         with np.errstate(invalid="ignore", divide="ignore"):
             mean_t = num / tot[..., None]
             v[sl] = var_num / (tot * tot)
+        if isinstance(space, Hyperbolic):
+            # exp refuses points beyond the float resolution (max_radius): no
+            # reference that far out
+            reach = space.dist(space.origin, z)[:, None] + space.norm(
+                mean_t, z[:, None, :]
+            )
+            has &= reach < space.max_radius
         mean_t = np.where(has[..., None], mean_t, 0.0)
-        with np.errstate(over="ignore", invalid="ignore"):
-            r = space.exp(mean_t, z[:, None, :])
-        # far out on hyperbolic space the exponential map overflows: no reference
+        r = space.exp(mean_t, z[:, None, :])
         has &= np.isfinite(r).all(axis=-1)
         ref[sl] = np.where(has[..., None], r, np.nan)
         v[sl] = np.where(has, v[sl], np.nan)

@@ -37,10 +37,9 @@ point (the input point of lowest ``F``).
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
+from snorkel_structured import _warnings
 from snorkel_structured.exceptions import ConvergenceWarning
 
 # Largest spatial norm accepted: there float64 coordinates resolve positions only to
@@ -355,7 +354,7 @@ def exp_origin_spatial_unchecked(u: np.ndarray) -> np.ndarray:
 def warn_unconverged(n_failed: int, n_rows: int, tol: float, max_iter: int) -> None:
     """ConvergenceWarning for rows of the Frechet mean that missed the tolerance."""
     if n_failed:
-        warnings.warn(
+        _warnings.warn(
             f"frechet_mean did not reach tol={tol} in max_iter={max_iter} iterations "
             f"for {n_failed} of {n_rows} means (the best point found is returned); "
             "raise max_iter or tol.",

@@ -15,12 +15,12 @@ leading axes and reduces over the last one (geomstats vocabulary: ``point``,
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from snorkel_structured import _warnings
 from snorkel_structured._validation import check_scalar, check_seed
 from snorkel_structured.exceptions import ConvergenceWarning
 from snorkel_structured.spaces import _hyperbolic as _hyp
@@ -238,7 +238,7 @@ class _ConstantCurvature:
             step = self._cap_step(step)
             x[active] = self.exp(step, xa)
         if active.size:
-            warnings.warn(
+            _warnings.warn(
                 f"frechet_mean did not reach tol={tol} in max_iter={max_iter} "
                 f"iterations for {active.size} of {P.shape[0]} means; raise max_iter.",
                 ConvergenceWarning,
