@@ -16,6 +16,14 @@ import numpy as np
 from snorkel_structured.exceptions import NotFittedError
 
 ABSTAIN = -1
+# A label matrix with more columns than rows and more than this many columns is taken
+# for a transposed one (no label model can estimate that many LFs from fewer rows).
+TRANSPOSED_MIN_LFS = 50
+_ENCODE_HINT = (
+    "Encode items with space.encode(row) (None -> -1), e.g. "
+    "np.stack([space.encode(row) for row in rows]), or apply structured LFs with "
+    "Snorkel's PandasLFApplier, which returns indices."
+)
 
 __all__ = [
     "ABSTAIN",
@@ -169,20 +177,38 @@ def check_label_matrix(
     """
     if hasattr(L, "to_numpy"):  # pandas DataFrame
         L = L.to_numpy()
-    arr = np.asarray(L)
+    try:
+        arr = np.asarray(L)
+    except ValueError:  # numpy: "... has an inhomogeneous shape after 1 dimensions"
+        raise ValueError(
+            f"{name} must be a 2-D (n_samples, n_lfs) array of integer label indices "
+            "(-1 = abstain); got a ragged nested sequence, e.g. items of the space "
+            f"(tuples) mixed with None. {_ENCODE_HINT}"
+        ) from None
     if arr.ndim != 2:
-        hint = (
-            " Reshape a single LF's votes with L.reshape(-1, 1)."
-            if arr.ndim == 1
-            else ""
-        )
+        if arr.ndim == 1:
+            hint = " Reshape a single LF's votes with L.reshape(-1, 1)."
+        elif arr.ndim == 3:  # rows of LF outputs that are items (tuples), not indices
+            hint = (
+                f" Each entry is a sequence of length {arr.shape[2]}: these look like "
+                f"items of the space (e.g. rankings as tuples), not indices. "
+                f"{_ENCODE_HINT}"
+            )
+        else:
+            hint = ""
         raise ValueError(
             f"{name} must be a 2-D (n_samples, n_lfs) array; got shape {arr.shape}.{hint}"
         )
     if arr.dtype.kind not in "iuf" and arr.dtype != bool:
         raise ValueError(
-            f"{name} must hold integer label indices (-1 = abstain); got dtype {arr.dtype}. "
-            "Encode items with space.encode(...)."
+            f"{name} must hold integer label indices (-1 = abstain); got dtype "
+            f"{arr.dtype}. {_ENCODE_HINT}"
+        )
+    if n_lfs is None and arr.shape[1] > max(arr.shape[0], TRANSPOSED_MIN_LFS):
+        raise ValueError(
+            f"{name} has shape {arr.shape}: {arr.shape[1]} labeling functions (columns) "
+            f"but only {arr.shape[0]} rows. {name} is (n_samples, n_lfs), one column "
+            f"per LF; this looks transposed: pass {name}.T."
         )
     if arr.dtype.kind == "f":
         bad = ~np.isfinite(arr) | (arr != np.round(arr))
@@ -201,9 +227,10 @@ def check_label_matrix(
             f"{min_lfs} columns; got shape {out.shape}. Add labeling functions."
         )
     if n_lfs is not None and out.shape[1] != n_lfs:
+        flip = f" It looks transposed: pass {name}.T." if out.shape[0] == n_lfs else ""
         raise ValueError(
             f"{name} must have {n_lfs} columns, as the model was fitted with; got shape "
-            f"{out.shape}."
+            f"{out.shape}.{flip}"
         )
     high = np.inf if n_labels is None else n_labels
     bad = (out < ABSTAIN) | (out >= high)
@@ -323,8 +350,26 @@ def check_manifold_outputs(
     X: Any, space: Any, *, name: str = "X", atol: float = 1e-6, n_lfs: int | None = None
 ) -> np.ndarray:
     """Validate LF outputs of shape (n_samples, n_lfs, ambient_dim); NaN rows = abstain."""
-    arr = np.asarray(X)
     D = space.ambient_dim
+    fix = (
+        f"Give a float array of shape (n_samples, n_lfs, {D}) with a row of NaN where "
+        "an LF abstains (not None), e.g. from ss.ManifoldPandasApplier(lfs).apply(df)."
+    )
+    try:
+        arr = np.asarray(X)
+    except ValueError:  # numpy: "... has an inhomogeneous shape after 2 dimensions"
+        raise ValueError(
+            f"{name} must be a numeric array; got a ragged nested sequence (points of "
+            f"different lengths, or None for abstains). {fix}"
+        ) from None
+    if arr.dtype == object:
+        try:
+            arr = arr.astype(np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"{name} must be a numeric array; got an object array of shape "
+                f"{arr.shape} (None for abstains, or points as tuples). {fix}"
+            ) from None
     if arr.ndim != 3 or arr.shape[-1] != D:
         raise ValueError(
             f"{name} must have shape (n_samples, n_lfs, {D}) for {space!r}; got shape "
@@ -332,10 +377,21 @@ def check_manifold_outputs(
         )
     if arr.shape[0] == 0:
         raise ValueError(f"{name} must have at least one row; got shape {arr.shape}.")
+    if n_lfs is None and arr.shape[1] > max(arr.shape[0], TRANSPOSED_MIN_LFS):
+        raise ValueError(
+            f"{name} has shape {arr.shape}: {arr.shape[1]} labeling functions (axis 1) "
+            f"but only {arr.shape[0]} rows. {name} is (n_samples, n_lfs, {D}); this "
+            f"looks transposed: pass {name}.transpose(1, 0, 2)."
+        )
     if n_lfs is not None and arr.shape[1] != n_lfs:
+        flip = (
+            f" It looks transposed: pass {name}.transpose(1, 0, 2)."
+            if arr.shape[0] == n_lfs
+            else ""
+        )
         raise ValueError(
             f"{name} must have {n_lfs} labeling functions (axis 1), as the model was "
-            f"fitted with; got shape {arr.shape}."
+            f"fitted with; got shape {arr.shape}.{flip}"
         )
     return check_points(
         arr, space, name=name, atol=atol, allow_nan=True, axis_names=("row", "LF")

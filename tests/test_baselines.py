@@ -72,9 +72,29 @@ def test_baseline_errors():
     voter = AggregatingVoter(space).fit(np.zeros((2, 3), int))
     with pytest.raises(ValueError, match="3 columns"):
         voter.predict(np.zeros((2, 4), int))
-    with pytest.raises(ss.NotFittedError):
-        AggregatingVoter(space).predict(np.zeros((2, 3), int))
     with pytest.raises(ValueError, match="weights"):
         ManifoldMeanVoter(ss.Euclidean(2), weights=[1.0]).fit(
             np.zeros((3, 3, 2))
         ).predict(np.zeros((3, 3, 2)))
+
+
+def test_voters_predict_without_fit_as_snorkels_majority_label_voter():
+    # Snorkel's MajorityLabelVoter predicts without fit; these voters learn nothing.
+    data = make_ranking_data(300, seed=4, abstain=0.3)
+    pred = AggregatingVoter(data.space, method="majority").predict(data.L)
+    for row, p in zip(data.L, pred, strict=True):  # brute force: count the votes
+        votes = row[row != -1]
+        if votes.size == 0:
+            assert p == -1
+            continue
+        counts = np.bincount(votes, minlength=len(data.space))
+        assert p == np.flatnonzero(counts == counts.max())[0]  # ties: lowest index
+    fitted = AggregatingVoter(data.space, method="majority").fit(data.L)
+    np.testing.assert_array_equal(fitted.predict(data.L), pred)
+    space = ss.Euclidean(2)
+    X = make_manifold_data(50, space=space, noise_scale=[0.1, 0.2, 0.3], seed=0).X
+    X[3] = np.nan
+    mean = ManifoldMeanVoter(space).predict(X)
+    with np.errstate(invalid="ignore"), pytest.warns(RuntimeWarning):
+        np.testing.assert_allclose(mean, np.nanmean(X, axis=1), atol=1e-12)
+    assert np.isnan(mean[3]).all()

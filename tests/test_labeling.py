@@ -254,3 +254,20 @@ def test_manifold_applier_checks_lfs():
         ss.ManifoldPandasApplier([rank_by_a])
     with pytest.raises(ValueError, match="not unique"):
         ss.ManifoldPandasApplier([north, north])
+
+
+@pytest.mark.parametrize("applier", [PandasLFApplier, DaskLFApplier])
+def test_snorkel_appliers_refuse_manifold_lfs_with_a_pointer(applier, cities):
+    # Snorkel's appliers collect integer votes: on points they failed deep inside
+    # Snorkel with numpy's "truth value of an array is ambiguous" (or, fault-tolerant,
+    # counted every vote as a fault). The refusal comes when the applier is built.
+    with pytest.raises(TypeError, match="ManifoldPandasApplier") as info:
+        applier([north, sloppy])
+    assert "'north'" in str(info.value) and "integer votes" in str(info.value)
+    # outside Snorkel's appliers the name reads and writes as before
+    assert north.name == "north"
+    X = ss.ManifoldPandasApplier([north, sloppy]).apply(cities, progress_bar=False)
+    assert X.shape == (5, 2, 3)
+    lf = ss.ManifoldLabelingFunction("a", lambda x: None, space=SPHERE)
+    lf.name = "b"
+    assert lf.name == "b"

@@ -8,6 +8,7 @@ most min(n, (r + 1)^m) long, so estimation never touches the rows again.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +27,8 @@ def _row_codes(L: np.ndarray, n_labels: int) -> tuple[np.ndarray, np.ndarray] | 
     """Each row as one integer in base r + 1 (and the powers), or None if that overflows."""
     m = L.shape[1]
     base = n_labels + 1
-    if float(base) ** m >= _CODE_LIMIT:
+    # compare in logs: float(base) ** m overflows (OverflowError) for thousands of LFs
+    if m * math.log(base) >= math.log(_CODE_LIMIT):
         return None
     powers = base ** np.arange(m - 1, -1, -1, dtype=np.int64)
     codes = (L[:, 0] + 1).astype(np.int64) * powers[0]
@@ -143,6 +145,21 @@ class VoteStats:
         if isinstance(other, int) and other == 0:  # so that sum(chunks) works
             return self
         return self.__add__(other)
+
+    def check_has_votes(self, name: str = "L_train") -> VoteStats:
+        """Raise a ``ValueError`` when no LF voted on any row; return self.
+
+        An all-abstain label matrix carries no information: without this check the
+        estimators only warn that the model is not identifiable.
+        """
+        if not (self.patterns != ABSTAIN).any():
+            raise ValueError(
+                f"{name} has no votes: every labeling function abstained (-1) on every "
+                f"one of its {self.n_samples} rows, so there is nothing to estimate "
+                "from. Check that the LFs return items (not None) on this data, e.g. "
+                "with StructuredLFAnalysis(L, lfs).lf_summary() (coverage)."
+            )
+        return self
 
     # -- marginal counts (all vectorized over patterns) --------------------------
     def coverage(self) -> np.ndarray:

@@ -16,7 +16,6 @@ from sklearn.base import BaseEstimator
 
 from snorkel_structured._validation import (
     ABSTAIN,
-    check_is_fitted,
     check_label_matrix,
     check_manifold_outputs,
 )
@@ -54,7 +53,7 @@ class AggregatingVoter(BaseEstimator):
     >>> from snorkel_structured.label_model.baselines import AggregatingVoter
     >>> space = ss.Permutations(3)
     >>> L = space.encode([(0, 1, 2), (0, 2, 1), (1, 0, 2)])[None, :]
-    >>> AggregatingVoter(space).fit(L).predict(L).tolist()
+    >>> AggregatingVoter(space).predict(L).tolist()  # no fit needed
     [0]
     """
 
@@ -82,14 +81,20 @@ class AggregatingVoter(BaseEstimator):
         return check_label_matrix(L, n_labels=len(self.space), n_lfs=n_lfs)
 
     def fit(self, L_train: Any, *args: Any, **kwargs: Any) -> AggregatingVoter:
-        """Check ``L_train`` (n_samples, n_lfs) and record ``n_lfs_``; returns self."""
+        """Check ``L_train`` (n_samples, n_lfs) and record ``n_lfs_``; returns self.
+
+        Optional: as Snorkel's ``MajorityLabelVoter``, ``predict`` works without it
+        (a fitted voter also checks that later ``L`` have ``n_lfs_`` columns).
+        """
         self.__dict__.pop("n_lfs_", None)
         self.n_lfs_ = self._check(L_train).shape[1]
         return self
 
     def predict(self, L: Any) -> np.ndarray:
-        """Aggregated label index per row, shape (n_samples,); -1 where all abstain."""
-        check_is_fitted(self, "n_lfs_")
+        """Aggregated label index per row, shape (n_samples,); -1 where all abstain.
+
+        Needs no ``fit`` (the rule learns nothing), as Snorkel's ``MajorityLabelVoter``.
+        """
         L = self._check(L)
         if self.method == "majority":
             tie = "lowest" if self.seed is None else "random"
@@ -140,20 +145,29 @@ class ManifoldMeanVoter(BaseEstimator):
         self.atol = atol
 
     def fit(self, X: Any, y: Any = None) -> ManifoldMeanVoter:
-        """Check ``X`` (n_samples, n_lfs, ambient_dim) and record ``n_lfs_``; returns self."""
+        """Check ``X`` (n_samples, n_lfs, ambient_dim) and record ``n_lfs_``; returns self.
+
+        Optional: ``predict`` works without it (the mean learns nothing).
+        """
+        self.__dict__.pop("n_lfs_", None)
         self.n_lfs_ = check_manifold_outputs(X, self.space, atol=self.atol).shape[1]
         return self
 
     def predict(self, X: Any) -> np.ndarray:
-        """Frechet mean per row, shape (n_samples, ambient_dim); NaN where all abstain."""
-        check_is_fitted(self, "n_lfs_")
-        X = check_manifold_outputs(X, self.space, atol=self.atol, n_lfs=self.n_lfs_)
+        """Frechet mean per row, shape (n_samples, ambient_dim); NaN where all abstain.
+
+        Needs no ``fit``, as Snorkel's ``MajorityLabelVoter``.
+        """
+        X = check_manifold_outputs(
+            X, self.space, atol=self.atol, n_lfs=getattr(self, "n_lfs_", None)
+        )
+        m = X.shape[1]
         w = None
         if self.weights is not None:
             w = np.asarray(self.weights, dtype=np.float64)
-            if w.shape != (self.n_lfs_,) or (w < 0).any() or not np.isfinite(w).all():
+            if w.shape != (m,) or (w < 0).any() or not np.isfinite(w).all():
                 raise ValueError(
-                    f"weights must be {self.n_lfs_} finite non-negative numbers; got {w!r}."
+                    f"weights must be {m} finite non-negative numbers; got {w!r}."
                 )
         return self.space.frechet_mean(X, w)
 

@@ -54,6 +54,10 @@ from snorkel_structured.label_model._dependency_groups import (
     check_dependencies,
     dependency_groups,
 )
+from snorkel_structured.label_model._manifold_scoring import (
+    posterior_spread,
+    score_points,
+)
 from snorkel_structured.label_model._manifold_shrinkage import eb_shrink
 from snorkel_structured.noise.manifold import (
     RiemannianGaussian,
@@ -87,7 +91,12 @@ DEV_EXPONENTS = (0.0, 0.5, 1.0, 2.0, 4.0)
 def _as_outputs(chunk: Any, space: Any) -> np.ndarray:
     """A chunk as (n, n_lfs, ambient_dim): 2-D chunks (Dask DataFrame partitions) hold
     each row's LF outputs side by side, n_lfs * ambient_dim columns."""
-    arr = np.asarray(chunk.to_numpy() if hasattr(chunk, "to_numpy") else chunk)
+    try:
+        arr = np.asarray(chunk.to_numpy() if hasattr(chunk, "to_numpy") else chunk)
+    except (
+        ValueError
+    ):  # ragged (e.g. None for abstains): check_manifold_outputs says so
+        return chunk
     D = space.ambient_dim
     if arr.ndim == 2 and arr.shape[1] % D == 0:
         arr = arr.reshape(arr.shape[0], -1, D)
@@ -553,6 +562,13 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
         return w / w.sum(), kappa
 
     def _fit(self, stats, X, dev, deps) -> ManifoldLabelModel:
+        if not np.asarray(stats.vote_count).sum() > 0:
+            raise ValueError(
+                f"X has no votes: every labeling function abstained (a row of NaN) on "
+                f"every one of its {stats.n_samples} rows, so there is nothing to "
+                "estimate from. Check that the LFs return points (not None) on this "
+                "data, e.g. run one LF on a few rows by hand."
+            )
         noise = make_noise(self.noise, self.space)
         m = stats.n_lfs
         groups = dependency_groups([tuple(p) for p in deps.tolist()], m)
@@ -754,13 +770,7 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
             0 where the LF abstained.
         """
         check_is_fitted(self, "weights_")
-        X = check_manifold_outputs(
-            _as_outputs(X, self.space),
-            self.space,
-            name="X",
-            atol=self.atol,
-            n_lfs=self.n_lfs_,
-        )
+        X = self._check_X(X)
         if self._robust_params is None:
             return (~np.isnan(X[..., 0])).astype(np.float64)
         return robust_responsibilities(
@@ -771,7 +781,7 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
             **self._robust_params,
         )
 
-    def predict(self, X: Any) -> np.ndarray:
+    def predict(self, X: Any, return_spread: bool = False) -> Any:
         """Weighted (robust, if chosen) Frechet mean of the votes of each row.
 
         Parameters
@@ -779,6 +789,13 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
         X : array-like of shape (n_samples, n_lfs, ambient_dim), or Dask collection
             LF outputs; a row of NaN is an abstain. A Dask collection (as in ``fit``)
             gives a lazy Dask array, computed partition by partition.
+        return_spread : bool, default=False
+            Also return each row's posterior spread: the expected squared distance
+            from the pseudolabel to the true label under the fitted model, given
+            which LFs voted (in-memory input only). It plays the part of
+            ``predict_proba``'s confidence for finite labels: filter rows with
+            :func:`snorkel_structured.labeling.filter_unlabeled_manifold`, or weight
+            them by ``1 / spread``.
 
         Returns
         -------
@@ -786,6 +803,17 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
             ``argmin_z sum_a w_ia d^2(z, lambda_a)`` over the LFs that voted, with
             ``w_ia`` = ``weights_`` times the vote's responsibility (robust model),
             shared within dependency groups; NaN for rows where every LF abstained.
+        spread : ndarray of shape (n_samples,)
+            Only with ``return_spread``: ``sum_a w_ia^2 E d^2_a / (sum_a w_ia)^2``
+            (``expected_sq_dist_``; LFs of a dependency group count as perfectly
+            correlated), exact on ``Euclidean`` spaces and to first order in the
+            noise on curved ones; ``1 / sum_a (1 / E d^2_a)`` with inverse-variance
+            weights. NaN where every LF abstained.
+
+        Raises
+        ------
+        ValueError
+            For ``return_spread=True`` with a Dask collection.
         """
         check_is_fitted(self, "weights_")
         fn = functools.partial(
@@ -798,7 +826,95 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
             robust=self._robust_params,
         )
         if is_dask_collection(X):
+            if return_spread:
+                raise ValueError(
+                    "Over a Dask collection, predict does not return the spread; "
+                    "compute it on in-memory chunks (X.compute() per partition)."
+                )
             if getattr(X, "ndim", 2) == 3:  # (n, m, D) -> (n, m * D): rows stay whole
                 X = X.rechunk({1: -1, 2: -1}).reshape(X.shape[0], -1)
             return map_partitions_to_array(X, fn, (self.space.ambient_dim,), np.float64)
-        return fn(X)
+        if not return_spread:
+            return fn(X)
+        X = self._check_X(X)
+        pred, resp = _combine(
+            self.space, X, self.weights_, self.groups_, self._robust_params
+        )
+        voted = ~np.isnan(X[..., 0])
+        w = self.weights_[None, :]
+        if self._robust_params is not None:  # as robust_frechet_mean weighs the votes
+            w = w * np.maximum(resp, 1e-12)
+        row_w = split_group_weights(
+            np.broadcast_to(w, voted.shape), voted, self.groups_
+        )
+        spread = posterior_spread(row_w, self.expected_sq_dist_, self.groups_)
+        return pred, spread
+
+    def _check_X(self, X: Any, name: str = "X") -> np.ndarray:
+        return check_manifold_outputs(
+            _as_outputs(X, self.space),
+            self.space,
+            name=name,
+            atol=self.atol,
+            n_lfs=self.n_lfs_,
+        )
+
+    def score(
+        self,
+        X: Any,
+        Y: Any,
+        metrics: list[str] | None = ["mean_distance"],  # noqa: B006 - Snorkel's form
+    ) -> dict[str, float]:
+        """Score the pseudolabels against true labels, with Snorkel's conventions.
+
+        As ``StructuredLabelModel.score`` (and Snorkel's ``LabelModel.score``):
+        "coverage" is the fraction of rows the model labels (some LF voted); every
+        other metric is computed over the rows the model labels and whose true label
+        is known (a row of NaN in ``Y`` marks an unknown label).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_lfs, ambient_dim)
+            LF outputs; a row of NaN is an abstain.
+        Y : array-like of shape (n_samples, ambient_dim)
+            True labels (points of ``space``); a row of NaN is unknown.
+        metrics : list of str, default=["mean_distance"]
+            Any of "mean_distance" (geodesic distance to the true label),
+            "mean_sq_distance" and "coverage". ``None`` scores nothing, as in Snorkel.
+
+        Returns
+        -------
+        scores : dict of str to float
+            In the order of ``metrics``; NaN (with a ``UserWarning``) when no row has
+            both a pseudolabel and a known true label.
+
+        Raises
+        ------
+        ValueError
+            For an unknown metric ("Unrecognized metric: ..."), or ``Y`` of the wrong
+            shape or off the manifold.
+        """
+        check_is_fitted(self, "weights_")
+        X = self._check_X(X)
+        Yc = check_points(Y, self.space, name="Y", atol=self.atol, allow_nan=True)
+        if Yc.shape != (X.shape[0], self.space.ambient_dim):
+            raise ValueError(
+                f"Y must have shape ({X.shape[0]}, {self.space.ambient_dim}), one true "
+                f"label per row of X (NaN rows for unknown labels); got shape "
+                f"{Yc.shape}."
+            )
+        pred = _combine(self.space, X, self.weights_, self.groups_, self._robust_params)
+        return score_points(self.space, pred[0], Yc, metrics)
+
+    def get_weights(self) -> np.ndarray:
+        """Each LF's combination weight in the pseudolabels, shape (n_lfs,), sum 1.
+
+        The manifold counterpart of Snorkel's ``LabelModel.get_weights`` (there: LF
+        accuracies). A copy of ``weights_``: ``w_a ∝ (shrunk E d^2_a)^-p``, so an LF
+        with twice the weight has half the (shrunk) expected squared distance to the
+        true label under inverse-variance weighting. On each row the weights of the
+        LFs that voted are renormalized (and, for the robust model, multiplied by
+        each vote's responsibility).
+        """
+        check_is_fitted(self, "weights_")
+        return self.weights_.copy()

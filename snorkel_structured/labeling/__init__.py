@@ -5,7 +5,9 @@
 - :func:`manifold_labeling_function` with :class:`ManifoldPandasApplier`,
   :class:`ManifoldDaskApplier`, :class:`ManifoldPandasParallelApplier`: LFs returning
   points on a manifold;
-- :class:`StructuredLFAnalysis`: coverage, overlaps and conflicts in the label metric.
+- :class:`StructuredLFAnalysis`: coverage, overlaps and conflicts in the label metric;
+- :func:`filter_unlabeled_manifold`: Snorkel's ``filter_unlabeled_dataframe`` for
+  manifold pseudolabels (optionally dropping rows whose spread is too large).
 """
 
 from snorkel_structured.labeling.analysis import StructuredLFAnalysis
@@ -21,6 +23,7 @@ from snorkel_structured.labeling.manifold import (
     ManifoldPandasParallelApplier,
     manifold_labeling_function,
 )
+from snorkel_structured.labeling.utils import filter_unlabeled_manifold
 
 __all__ = [
     "ApplierMetadata",
@@ -30,6 +33,7 @@ __all__ = [
     "ManifoldPandasParallelApplier",
     "StructuredLFAnalysis",
     "StructuredLabelingFunction",
+    "filter_unlabeled_manifold",
     "manifold_labeling_function",
     "structured_labeling_function",
 ]

@@ -15,6 +15,7 @@ classes that follow the same call pattern (preprocessors, resources, fault toler
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -39,6 +40,10 @@ __all__ = [
     "ManifoldPandasParallelApplier",
     "manifold_labeling_function",
 ]
+
+
+# Modules of Snorkel's LF appliers (snorkel.labeling.apply.core, .pandas, .dask, ...).
+_SNORKEL_APPLIERS = "snorkel.labeling.apply"
 
 
 def _check_manifold_space(space: Any) -> int:
@@ -108,12 +113,42 @@ class ManifoldLabelingFunction:
         atol: float = 1e-4,
     ) -> None:
         self._ambient_dim = _check_manifold_space(space)
-        self.name = name
+        self._name = name
         self.space = space
         self.atol = check_scalar(atol, "atol", low=0.0)
         self._f = f
         self._resources = dict(resources or {})
         self._pre = list(pre or [])
+
+    @property
+    def name(self) -> str:
+        """Name of the LF.
+
+        Raises
+        ------
+        TypeError
+            When read by Snorkel's LF appliers (``PandasLFApplier``, ``LFApplier``,
+            ``DaskLFApplier``, ...), which collect integer votes and would fail later
+            inside Snorkel with numpy's "truth value of an array is ambiguous".
+        """
+        # Snorkel's BaseLFApplier.__init__ reads every LF's name first: refusing here
+        # names the problem at construction, before a fault-tolerant apply could
+        # swallow the failures as faults (one frame lookup, no traceback walk).
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        if caller.startswith(_SNORKEL_APPLIERS):
+            raise TypeError(
+                f"Labeling function {self._name!r} votes points of {self.space!r}, but "
+                "Snorkel's LF appliers (PandasLFApplier, LFApplier, DaskLFApplier, ...) "
+                "only handle integer votes. Apply manifold LFs with "
+                "ss.ManifoldPandasApplier(lfs).apply(df) (or ManifoldDaskApplier), "
+                "which returns an (n_samples, n_lfs, ambient_dim) array for "
+                "ManifoldLabelModel."
+            )
+        return self._name
+
+    @name.setter
+    def name(self, value: str) -> None:
+        self._name = value
 
     def _preprocess_data_point(self, x: Any) -> Any:
         for preprocessor in self._pre:
