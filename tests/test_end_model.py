@@ -103,10 +103,12 @@ def test_sklearn_clone_and_params_round_trip(rng):
     assert params == {
         "space": SPACE,
         "kernel": "linear",
-        "gamma": "scale",
+        "gamma": "auto",
         "nu": 0.1,
+        "n_components": "auto",
         "candidates": "support",
         "chunk_size": 7,
+        "seed": 0,
     }
     twin = clone(model)
     assert twin.get_params() == params and twin is not model

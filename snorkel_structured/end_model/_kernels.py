@@ -13,6 +13,8 @@ import pandas as pd
 import scipy.sparse as sp
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
 
+from snorkel_structured._validation import check_scalar
+
 KERNELS = ("rbf", "linear")
 
 
@@ -76,7 +78,7 @@ def resolve_gamma(X: np.ndarray, gamma: float | str | None) -> float:
     features of any magnitude give the same kernel; a bandwidth outside the
     floating-point range is refused.
     """
-    if not (gamma is None or gamma == "scale"):
+    if not (gamma is None or gamma in ("scale", "auto")):  # "auto" starts here
         return float(gamma)
     top = float(np.abs(X).max()) if X.size else 0.0
     var = float((X / top).var()) if top > 0 else 0.0
@@ -139,3 +141,202 @@ def ridge_factor(K: np.ndarray, nu: float) -> tuple[np.ndarray, bool]:
 def ridge_weights(factor: tuple[np.ndarray, bool], K_x: np.ndarray) -> np.ndarray:
     """alpha = (K + n nu I)^-1 K_x for K_x of shape (n_train, n_new)."""
     return cho_solve(factor, K_x, check_finite=False)
+
+
+# -- low-rank (Nystroem) kernels and the spectral ridge system ------------------------------
+#: Training sizes up to this use the exact n x n solve when ``n_components="auto"``
+#: (KernelStructuredPredictor); above it, a Nystroem kernel of ``AUTO_N_COMPONENTS``
+#: landmarks. Beyond it the exact solve costs O(n^3) time and O(n^2) memory, and
+#: predicting O(n_train) per row, against O(n m^2), O(m^2) and O(m).
+EXACT_MAX_SAMPLES = 2_000
+#: The manifold regressor keeps the exact solve longer: its prediction needs weights on
+#: every training row anyway, so the low-rank kernel only saves the O(n^3) fit.
+EXACT_MAX_SAMPLES_MANIFOLD = 5_000
+#: Landmarks of the Nystroem kernel under ``n_components="auto"``.
+AUTO_N_COMPONENTS = 1_000
+#: ``gamma="auto"`` tries these multiples of the "scale" bandwidth.
+GAMMA_GRID = 2.0 ** np.arange(-3.0, 4.0)
+#: ``nu="auto"`` picks nu from this grid (the system solved is K + n nu I).
+NU_GRID = np.logspace(-10.0, 1.0, 45)
+#: Rows (a seeded subsample) and landmarks with which GCV compares bandwidths.
+GCV_MAX_SAMPLES = 2_000
+GCV_LANDMARKS = 500
+#: Floats in one (rows x landmarks) kernel block while streaming over the data.
+BLOCK_FLOATS = 1 << 22
+
+
+def check_n_components(n_components: Any) -> None:
+    """``n_components`` is "auto", None or an int >= 1 (ValueError/TypeError)."""
+    if n_components is None or (
+        isinstance(n_components, str) and n_components == "auto"
+    ):
+        return
+    if isinstance(n_components, str):
+        raise ValueError(
+            f"n_components must be 'auto', None or an int >= 1; got {n_components!r}."
+        )
+    check_scalar(n_components, "n_components", kind="int", low=1)
+
+
+def choose_n_components(n_components: Any, n: int, exact_max: int) -> int | None:
+    """Landmark count for ``n`` training rows; None = the exact solve."""
+    if n_components is None:
+        return None
+    if isinstance(n_components, str):  # "auto"
+        return None if n <= exact_max else min(AUTO_N_COMPONENTS, n)
+    return min(int(n_components), n)
+
+
+def pick_landmarks(n: int, m: int, rng: np.random.Generator) -> np.ndarray:
+    """Indices of ``m`` landmark rows: all rows in order when ``m >= n``, else a
+    uniform sample without replacement (sorted, so that reads are sequential)."""
+    if m >= n:
+        return np.arange(n)
+    return np.sort(rng.choice(n, size=m, replace=False))
+
+
+def nystroem_map(K_mm: np.ndarray) -> np.ndarray:
+    """``N`` of shape (m, r) with ``N N^T = K_mm^+`` (eigenvalues below 1e-12 of the
+    largest dropped): features ``phi(x) = k_m(x)^T N`` give ``phi phi^T = K_nm K_mm^+
+    K_mn``, the Nystroem kernel (equal to K when the landmarks are all the rows)."""
+    e, V = np.linalg.eigh((K_mm + K_mm.T) / 2.0)
+    top = float(e.max()) if e.size else 0.0
+    keep = e > 1e-12 * max(top, 0.0)
+    if not keep.any():
+        raise ValueError(
+            "The kernel matrix of the landmark rows is zero; check the features and "
+            "gamma."
+        )
+    return V[:, keep] / np.sqrt(e[keep])
+
+
+class RidgeSystem:
+    """The ridge problem ``min ||F - W||^2 + lam ||f||_H^2`` in spectral form.
+
+    ``evals`` (r,) are the eigenvalues of K (exact) or of Phi^T Phi (Nystroem);
+    ``proj`` (r, k) are the targets' coordinates on the matching orthonormal basis of
+    the range of K (U^T W); ``outside`` (k, k) is the Gram matrix of the part of W
+    outside that range; ``coords`` (r, k) and ``basis`` (n_basis, r) give the dual
+    coefficients ``basis @ (coords / (evals + lam))`` on the basis rows (all training
+    rows, or the landmarks). The targets enter linearly everywhere, so any right
+    factor (the squared-distance matrix of the candidates) can be applied afterwards.
+    """
+
+    def __init__(self, evals, proj, outside, coords, basis, n):
+        self.evals = np.maximum(evals, 0.0)
+        self.proj = proj
+        self.outside = outside
+        self.coords = coords
+        self.basis = basis
+        self.n = n
+
+    def gcv(self, lams: np.ndarray, A: np.ndarray | None = None) -> np.ndarray:
+        """Generalized cross-validation ``n ||(I - H) W A||^2 / (n - tr H)^2`` for each
+        ``lam`` (H the hat matrix), with targets ``W A`` (A = identity if None)."""
+        lams = np.asarray(lams, dtype=np.float64)
+        if A is None:
+            q = np.einsum("jk,jk->j", self.proj, self.proj)
+            out = float(np.trace(self.outside))
+        else:
+            PA = self.proj @ A
+            q = np.einsum("jk,jk->j", PA, PA)
+            out = float(np.einsum("ij,ik,jk->", self.outside, A, A))
+        out = max(out, 0.0)  # a difference of sums: round-off may make it negative
+        s = self.evals[None, :]
+        shrink = lams[:, None] / (s + lams[:, None])  # (n_lams, r)
+        resid = out + (shrink**2 * q[None, :]).sum(axis=1)
+        dof = self.n - (s / (s + lams[:, None])).sum(axis=1)
+        with np.errstate(divide="ignore"):
+            return np.where(
+                dof > 0, self.n * resid / np.maximum(dof, 1e-300) ** 2, np.inf
+            )
+
+    def dual(self, lam: float) -> np.ndarray:
+        """Dual coefficients (n_basis, k) of the ridge solution for ``lam`` > 0."""
+        return self.basis @ (self.coords / (self.evals + lam)[:, None])
+
+
+def exact_system(K: np.ndarray, W: np.ndarray) -> RidgeSystem:
+    """Spectral ridge system of the exact kernel (eigendecomposition of K)."""
+    e, V = np.linalg.eigh((K + K.T) / 2.0)
+    P = V.T @ W
+    outside = np.zeros((W.shape[1], W.shape[1]))
+    return RidgeSystem(e, P, outside, P, V, K.shape[0])
+
+
+def iter_blocks(n: int, width: int, chunk_size: int | None = None):
+    """Row slices of at most ``chunk_size`` rows and ``BLOCK_FLOATS / width``."""
+    rows = max(1, BLOCK_FLOATS // max(1, width))
+    if chunk_size is not None:
+        rows = min(rows, chunk_size)
+    for start in range(0, n, rows):
+        yield slice(start, min(start + rows, n))
+
+
+def nystroem_system(
+    X: np.ndarray,
+    landmarks: np.ndarray,
+    W: np.ndarray,
+    kernel: str,
+    gamma: float,
+    *,
+    keep_features: bool = False,
+) -> tuple[RidgeSystem, np.ndarray, np.ndarray | None]:
+    """Spectral ridge system of the Nystroem kernel, streamed over row blocks.
+
+    Memory is O(m^2 + block * m): Phi^T Phi, Phi^T W and W^T W are sums over rows.
+    Returns the system, the map N (m, r) and, if ``keep_features``, Phi (n, r).
+    """
+    N = nystroem_map(kernel_matrix(landmarks, landmarks, kernel, gamma))
+    r, k = N.shape[1], W.shape[1]
+    G = np.zeros((r, r))
+    B = np.zeros((r, k))
+    WtW = np.zeros((k, k))
+    Phi = np.empty((X.shape[0], r)) if keep_features else None
+    for sl in iter_blocks(X.shape[0], landmarks.shape[0]):
+        F = kernel_matrix(X[sl], landmarks, kernel, gamma) @ N
+        G += F.T @ F
+        B += F.T @ W[sl]
+        WtW += W[sl].T @ W[sl]
+        if Phi is not None:
+            Phi[sl] = F
+    s, V = np.linalg.eigh((G + G.T) / 2.0)
+    s = np.maximum(s, 0.0)
+    C = V.T @ B  # coordinates of Phi^T W on the eigenbasis
+    pos = s > 1e-12 * max(float(s.max()), 1e-300)
+    P = np.where(pos[:, None], C / np.sqrt(np.where(pos, s, 1.0))[:, None], 0.0)
+    outside = WtW - P.T @ P
+    system = RidgeSystem(s, P, outside, C, N @ V, X.shape[0])
+    if Phi is not None:
+        Phi = Phi @ V  # features on the eigenbasis (the manifold model needs them)
+    return system, N, Phi
+
+
+def select_gamma_nu(
+    X: np.ndarray,
+    W: np.ndarray,
+    A: np.ndarray | None,
+    kernel: str,
+    gammas: np.ndarray,
+    nus: np.ndarray,
+    rng: np.random.Generator,
+) -> tuple[float, float]:
+    """(gamma, nu) of least GCV over the grids.
+
+    Cheap by design: on a seeded subsample of at most ``GCV_MAX_SAMPLES`` rows, with a
+    Nystroem kernel of at most ``GCV_LANDMARKS`` landmarks (exact when the subsample
+    is that small): one m x m eigendecomposition per bandwidth, O(m) per nu. nu is the
+    per-row ridge (the system is K + n nu I), so it carries over to the full data.
+    """
+    n = X.shape[0]
+    rows = pick_landmarks(n, GCV_MAX_SAMPLES, rng)
+    Xs, Ws = X[rows], W[rows]
+    lm = Xs[pick_landmarks(Xs.shape[0], GCV_LANDMARKS, rng)]
+    best = (np.inf, float(gammas[0]), float(nus[0]))
+    for g in gammas:
+        system, _, _ = nystroem_system(Xs, lm, Ws, kernel, float(g))
+        scores = system.gcv(Xs.shape[0] * nus, A)
+        i = int(np.argmin(scores))
+        if scores[i] < best[0]:
+            best = (float(scores[i]), float(g), float(nus[i]))
+    return best[1], best[2]
