@@ -56,6 +56,7 @@ _N_LEGENDRE = 160  # nodes for 1-D moments of the Riemannian Gaussian
 # Riemannian Gaussian radial rules memoized per (space, n_nodes) and exact theta;
 # cleared when full (rules are 2 x n_nodes floats: 4096 x 160 nodes = 10 MB)
 _RULE_CACHE: dict = {}
+_MODE_CACHE: dict = {}
 _RULE_CACHE_SIZE = 4096
 _PAIR_CHUNK = 64  # pairs per block of the pair map: (64, 40, 40, 24) floats = 20 MB
 
@@ -652,8 +653,16 @@ class RiemannianGaussian(_ManifoldNoise):
         return np.stack([r for r, _ in rows]), np.stack([w for _, w in rows])
 
     def _compute_radial_rules(self, theta: np.ndarray, n_nodes: int):
+        # the mode does not depend on n_nodes: the 40-node pair rules and the
+        # 160-node moment rules of one theta share it
+        modes = _MODE_CACHE.setdefault(self.space, {})
+        todo = [v for v in dict.fromkeys(theta.tolist()) if v not in modes]
+        if todo:
+            if len(modes) + len(todo) > _RULE_CACHE_SIZE:
+                modes.clear()
+            modes.update(zip(todo, self._mode(np.array(todo)).tolist(), strict=True))
+        mode = np.array([modes[v] for v in theta.tolist()])[:, None]
         theta = theta[:, None]
-        mode = self._mode(theta)
         upper = mode + 8.0 / np.sqrt(self._kappa(theta) / 2.0)
         if isinstance(self.space, Sphere):
             upper = np.minimum(upper, np.pi)
@@ -726,6 +735,18 @@ class RiemannianGaussian(_ManifoldNoise):
 
     def _grad_factor(self, scale):
         return -scale
+
+    def _expected_sq_dist_and_grad(self, scale):
+        """``E d^2`` and its derivative in ``log theta``: ``-theta Var(r^2)``."""
+        s = self._check_scale(scale)
+        if isinstance(self.space, Euclidean):
+            e = self.expected_sq_dist(s)
+            return e, -e
+        r, w = self._radial_rules(s.ravel())
+        r2 = r * r
+        e = np.einsum("pn,pn->p", w, r2)
+        var = np.einsum("pn,pn->p", w, (r2 - e[:, None]) ** 2)
+        return e.reshape(s.shape), (-s.ravel() * var).reshape(s.shape)
 
     def _pair_expected_sq_dist_and_grad(self, scale_a, scale_b):
         """Pair map and its derivatives in ``log theta_a``, ``log theta_b``.
