@@ -576,9 +576,10 @@ def _pair_fit(stats, noise, pairs, init, dev, dev_lfs):
     n_p = len(ia)
     cache: dict[bytes, tuple] = {}
 
-    # The Riemannian Gaussian gives the pair map's derivatives with the map itself
-    # (exponential-family identity); other families use finite differences below.
+    # The Riemannian Gaussian gives the derivatives of the pair map and of E d^2 with
+    # the values (exponential-family identity); other families use differences below.
     analytic = getattr(noise, "_pair_expected_sq_dist_and_grad", None)
+    analytic_dev = getattr(noise, "_expected_sq_dist_and_grad", None)
 
     def moments(t):
         # resid and jac are called at the same point: evaluate the maps once there
@@ -586,16 +587,20 @@ def _pair_fit(stats, noise, pairs, init, dev, dev_lfs):
         if key not in cache:
             cache.clear()
             s = np.exp(t)
-            e = noise.expected_sq_dist(s[dev_lfs]) if len(dev_lfs) else np.zeros(0)
+            e, de = np.zeros(0), None
+            if len(dev_lfs) and analytic_dev is not None:
+                e, de = analytic_dev(s[dev_lfs])
+            elif len(dev_lfs):
+                e = noise.expected_sq_dist(s[dev_lfs])
             if analytic is not None:
                 pair, da, db = analytic(s[ia], s[ib])
             else:
                 pair, da, db = noise.pair_expected_sq_dist(s[ia], s[ib]), None, None
-            cache[key] = (pair, e, da, db)
+            cache[key] = (pair, e, da, db, de)
         return cache[key]
 
     def resid(t):
-        pair, e, _, _ = moments(t)
+        pair, e = moments(t)[:2]
         r = wsqrt * (pair - target)
         if len(dev_lfs):
             r = np.r_[r, dev_wsqrt * (e - dev_target)]
@@ -606,7 +611,7 @@ def _pair_fit(stats, noise, pairs, init, dev, dev_lfs):
         # would leave the admissible range (an LF fitted at its maximum noise sits on
         # the upper bound; the scale just past it is rejected by the family).
         step = np.where(t + h > t_hi, -h, h)
-        s, (base, e, da, db) = np.exp(t), moments(t)
+        s, (base, e, da, db, de) = np.exp(t), moments(t)
         if da is None:
             both = noise.pair_expected_sq_dist(
                 np.r_[s[ia] * np.exp(step[ia]), s[ia]],
@@ -617,8 +622,9 @@ def _pair_fit(stats, noise, pairs, init, dev, dev_lfs):
         J[np.arange(n_p), ia] += wsqrt * da
         J[np.arange(n_p), ib] += wsqrt * db
         if len(dev_lfs):
-            hd = step[dev_lfs]
-            de = (noise.expected_sq_dist(s[dev_lfs] * np.exp(hd)) - e) / hd
+            if de is None:
+                hd = step[dev_lfs]
+                de = (noise.expected_sq_dist(s[dev_lfs] * np.exp(hd)) - e) / hd
             J[n_p + np.arange(len(dev_lfs)), dev_lfs] = dev_wsqrt * de
         return J
 
