@@ -187,3 +187,16 @@ def test_riemannian_gaussian_pair_map_gradient_matches_differences(space):
         up = rg.pair_expected_sq_dist(theta_a * np.exp(ua), theta_b * np.exp(ub))
         down = rg.pair_expected_sq_dist(theta_a * np.exp(-ua), theta_b * np.exp(-ub))
         np.testing.assert_allclose(got, (up - down) / (2 * h), rtol=1e-5, atol=1e-9)
+
+
+@pytest.mark.parametrize("space", [Euclidean(2), Hyperbolic(2), Sphere(5)])
+def test_riemannian_gaussian_moment_gradient_matches_differences(space):
+    rg = RiemannianGaussian(space)
+    theta = np.exp(np.linspace(-3.0, 6.0, 10))
+    value, grad = rg._expected_sq_dist_and_grad(theta)
+    np.testing.assert_allclose(value, rg.expected_sq_dist(theta))
+    h = 1e-5
+    diff = rg.expected_sq_dist(theta * np.exp(h)) - rg.expected_sq_dist(
+        theta * np.exp(-h)
+    )
+    np.testing.assert_allclose(grad, diff / (2 * h), rtol=1e-7)
