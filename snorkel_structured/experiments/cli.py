@@ -13,9 +13,12 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+from snorkel_structured import __version__
+
+if TYPE_CHECKING:  # pandas is imported by the commands, not by --help or --version
+    import pandas as pd
 
 EXPERIMENTS = (
     "ranking-recovery",
@@ -24,7 +27,9 @@ EXPERIMENTS = (
     "hyperbolic",
 )
 
-# (sizes, default seeds) for the full run and for --quick (about two minutes on 2 cores).
+# (sizes, default seeds) for the full run and for --quick. QUICK_SECONDS: the wall time
+# of 'reproduce all --quick' measured on 2 cores (README's quick start says the same).
+QUICK_SECONDS = 45
 GRIDS = {
     "ranking-recovery": (
         ([1_000, 10_000, 100_000, 1_000_000], range(10)),
@@ -71,8 +76,43 @@ def _progress(enabled: bool, desc: str) -> Any:
 
 
 def _summary(df: pd.DataFrame, value: str, by: list[str]) -> pd.DataFrame:
+    """Median of ``value`` over seeds: one row per ``by`` group, one column per n."""
     table = df.groupby(by)[value].median().unstack("n")
+    table.columns = [f"n={n}" for n in table.columns]
     return table
+
+
+def _markdown(table: pd.DataFrame, caption: str) -> str:
+    """A pipe table of ``table`` (index columns first), 4 significant digits."""
+    flat = table.reset_index()
+    cols = [str(c) for c in flat.columns]
+    n_index = table.index.nlevels
+    lines = [
+        "| " + " | ".join(cols) + " |",
+        "|" + "|".join(["---"] * n_index + ["---:"] * (len(cols) - n_index)) + "|",
+    ]
+    for row in flat.itertuples(index=False):
+        cells = [f"{v:.4g}" if isinstance(v, float) else str(v) for v in row]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + f"\n\n{caption}\n"
+
+
+def warning_summary(df: pd.DataFrame) -> dict[str, str]:
+    """Per method, how many runs warned and the most frequent warning.
+
+    Returns ``{method: "warned in k of m runs: <warning>"}`` for methods that warned.
+    """
+    if "warning" not in df:
+        return {}
+    runs = df.drop_duplicates(["n", "seed", "method"])
+    out = {}
+    for method, part in runs.groupby("method", sort=False):
+        warned = part["warning"].fillna("")
+        warned = warned[warned != ""]
+        if len(warned):
+            top = warned.value_counts().index[0]
+            out[str(method)] = f"warned in {len(warned)} of {len(part)} runs: {top}"
+    return out
 
 
 def run_experiment(
@@ -94,6 +134,7 @@ def run_experiment(
         df = runs.ranking_recovery(ns, seeds, bar)
         plots.plot_ranking_recovery(df, out / f"{name}.png")
         table = _summary(df, "abs_error", ["method", "lf", "n"])
+        what = "|E d^2 - estimate| per LF"
     elif name == "ranking-label-model":
         df = runs.ranking_label_model(ns, seeds, bar)
         plots.plot_accuracy(
@@ -101,8 +142,10 @@ def run_experiment(
             out / f"{name}.png",
             "Label model, theta = [0, 0, 1]",
             paper.LABEL_MODEL_ACCURACY,
+            warnings=warning_summary(df),
         )
         table = _summary(df, "accuracy", ["method", "n"])
+        what = "exact-ranking accuracy"
     elif name == "ranking-end-model":
         df = runs.ranking_end_model(ns, seeds, bar)
         plots.plot_accuracy(
@@ -113,14 +156,28 @@ def run_experiment(
             at_n=2000,
         )
         table = _summary(df, "accuracy", ["method", "n"])
+        what = "held-out exact-ranking accuracy"
     elif name == "hyperbolic":
         df = runs.hyperbolic(ns, seeds, bar)
         plots.plot_hyperbolic(df, out / f"{name}.png")
         table = _summary(df, "abs_error", ["method", "n"])
+        what = "|theta_1 - estimate|"
     else:  # pragma: no cover - argparse restricts the choices
         raise ValueError(f"unknown experiment {name!r}; choose from {EXPERIMENTS}.")
     df.to_csv(out / f"{name}.csv", index=False)
+    table.to_csv(out / f"{name}_medians.csv")
+    caption = (
+        f"{name}: median of {what} over seeds {_seed_text(seeds)}, by n "
+        f"(every run in {name}.csv)."
+    )
+    (out / f"{name}_medians.md").write_text(_markdown(table, caption))
     return table
+
+
+def _seed_text(seeds: list[int]) -> str:
+    if list(seeds) == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 1:
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ", ".join(map(str, seeds))
 
 
 class _NoPlots:
@@ -147,15 +204,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="snorkel-structured",
         description="Weak supervision for structured labels. 'reproduce' reruns the paper's "
-        "experiments, writes a CSV of every run and a PNG that redraws the paper's figure "
-        "with our curves and the paper's values, and prints median tables.",
+        "experiments, writes a CSV of every run, a PNG that redraws the paper's figure "
+        "with our curves and the paper's values, and the median tables (Markdown and "
+        "CSV), and prints the tables.",
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {__version__}"
     )
     sub = parser.add_subparsers(dest="command", required=True)
     rep = sub.add_parser(
         "reproduce",
         help="rerun the paper's experiments",
         description="Rerun one experiment or all. Full grids use seeds 0-9 (the paper's); "
-        "--quick runs a reduced grid in about two minutes on 2 cores.",
+        f"'all --quick' runs a reduced grid in about {QUICK_SECONDS} s on 2 cores. Writes "
+        "<experiment>.csv (every run), <experiment>.png, <experiment>_medians.csv and "
+        "<experiment>_medians.md into --out.",
     )
     rep.add_argument(
         "experiment", choices=(*EXPERIMENTS, "all"), help="which experiment to run"
@@ -237,6 +300,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "benchmark":
         return run_benchmark_command(args)
+    import pandas as pd
+
     names = EXPERIMENTS if args.experiment == "all" else (args.experiment,)
     seeds_arg = _parse_seeds(args.seeds)
     pd.set_option("display.width", 160)
@@ -253,12 +318,20 @@ def main(argv: list[str] | None = None) -> int:
             f"\n== {name} (medians over seeds {seeds[0]}..{seeds[-1]}, {time.perf_counter() - t0:.1f} s) =="
         )
         print(table.to_string())
+        runs = pd.read_csv(args.out / f"{name}.csv", keep_default_na=False)
+        for method, text in warning_summary(runs).items():
+            print(f"warning: {method} {text}")
         written = [
             p
-            for p in (args.out / f"{name}.csv", args.out / f"{name}.png")
+            for p in (
+                args.out / f"{name}.csv",
+                args.out / f"{name}.png",
+                args.out / f"{name}_medians.csv",
+                args.out / f"{name}_medians.md",
+            )
             if p.exists()
         ]
-        print("wrote " + " and ".join(map(str, written)))
+        print("wrote " + ", ".join(map(str, written)))
     print(f"\nTotal time: {time.perf_counter() - total:.1f} s")
     return 0
 

@@ -1,4 +1,4 @@
-"""The paper's own plotted values (DESIGN section 5), drawn beside ours."""
+"""The paper's own plotted values, read off the figures of its Section 6 (Experiments)."""
 
 from __future__ import annotations
 

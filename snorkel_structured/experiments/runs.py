@@ -27,14 +27,30 @@ def _identity(it: Iterable[Any]) -> Iterable[Any]:
 
 def _fit(
     space: Any, L: np.ndarray, estimator: str, seed: int, **params: Any
-) -> tuple[Any, float]:
+) -> tuple[Any, float, str]:
+    """Fit a label model; return it, its fit time and its warnings ("" if none).
+
+    The warnings are recorded in the run's table (column ``warning``) and summarized
+    by the command line, instead of being printed once per run.
+    """
     t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # recorded in the table instead of printed
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         lm = ss.StructuredLabelModel(
             space, estimator=estimator, seed=seed, **params
         ).fit(L, progress_bar=False)
-    return lm, time.perf_counter() - t0
+    secs = time.perf_counter() - t0
+    return lm, secs, _warning_text(caught)
+
+
+def _warning_text(caught: list[warnings.WarningMessage]) -> str:
+    """The distinct warnings of one fit, as 'Category: message' joined by ' | '."""
+    texts = dict.fromkeys(
+        f"{w.category.__name__}: {w.message}"
+        for w in caught
+        if not issubclass(w.category, DeprecationWarning)
+    )
+    return " | ".join(texts)
 
 
 def ranking_recovery(
@@ -51,12 +67,14 @@ def ranking_recovery(
         floor = np.array(
             [S[data.L[:, a], data.Y].mean() for a in range(data.L.shape[1])]
         )
-        results = {"floor": (floor, 0.0)}
+        results = {"floor": (floor, 0.0, "")}
         for est in ("tensor", "mle", "uws"):
-            lm, secs = _fit(data.space, data.L, est, seed)
-            results[est] = (lm.expected_sq_dist_, secs)
-        for method, (estimate, secs) in results.items():
-            for a, (e, t) in enumerate(zip(estimate, data.expected_sq_dist)):
+            lm, secs, warned = _fit(data.space, data.L, est, seed)
+            results[est] = (lm.expected_sq_dist_, secs, warned)
+        for method, (estimate, secs, warned) in results.items():
+            for a, (e, t) in enumerate(
+                zip(estimate, data.expected_sq_dist, strict=True)
+            ):
                 rows.append(
                     {
                         "n": n,
@@ -65,6 +83,7 @@ def ranking_recovery(
                         "lf": a + 1,
                         "abs_error": abs(e - t),
                         "fit_seconds": secs,
+                        "warning": warned,
                     }
                 )
     return pd.DataFrame(rows)
@@ -92,20 +111,22 @@ def ranking_label_model(
         acc["kemeny (unweighted)"] = float(
             np.mean(kemeny(data.L, data.space) == data.Y)
         )
+        warned = dict.fromkeys(acc, "")
         fitted = {}
         for est in ("mle", "tensor", "uws"):
-            fitted[est], _ = _fit(data.space, data.L, est, seed)
+            fitted[est], _, warned[est] = _fit(data.space, data.L, est, seed)
             acc[est] = float(np.mean(fitted[est].predict(data.L) == data.Y))
         # UWS's own prior spreads over the whole space; on the support the mle found
         # (no oracle) it is compared on equal terms with the other label models.
-        uws_sup, _ = _fit(
+        uws_sup, _, warned["uws (on the mle support)"] = _fit(
             data.space, data.L, "uws", seed, prior_support=fitted["mle"].support_
         )
         acc["uws (on the mle support)"] = float(
             np.mean(uws_sup.predict(data.L) == data.Y)
         )
         rows += [
-            {"n": n, "seed": seed, "method": k, "accuracy": v} for k, v in acc.items()
+            {"n": n, "seed": seed, "method": k, "accuracy": v, "warning": warned[k]}
+            for k, v in acc.items()
         ]
     return pd.DataFrame(rows)
 
@@ -146,7 +167,7 @@ def ranking_end_model(
         X = _center_features(data, seed)
         half = n // 2
         tr, te = slice(0, half), slice(half, n)
-        lm, _ = _fit(data.space, data.L[tr], "mle", seed)
+        lm, _, _ = _fit(data.space, data.L[tr], "mle", seed)
         pseudo = lm.predict(data.L[tr])
         acc = {}
         if len(np.unique(pseudo)) > 1:
@@ -191,8 +212,8 @@ def hyperbolic(
         data = make_manifold_data(n, space=space, noise_scale=truth, y=None, seed=rng)
         for est in ("triplet", "pair_sq_dist", "uws"):
             t0 = time.perf_counter()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
                 mm = ss.ManifoldLabelModel(
                     space, estimator=est, noise="wrapped_normal"
                 ).fit(data.X)
@@ -204,6 +225,7 @@ def hyperbolic(
                     "method": est,
                     "abs_error": abs(mm.noise_scale_[0] - truth[0]),
                     "fit_seconds": secs,
+                    "warning": _warning_text(caught),
                 }
             )
     return pd.DataFrame(rows)
