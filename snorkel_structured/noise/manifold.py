@@ -639,10 +639,11 @@ class RiemannianGaussian(_ManifoldNoise):
         """
         theta = np.asarray(scales, dtype=np.float64).ravel()
         cache = _RULE_CACHE.setdefault((self.space, n_nodes), {})
-        missing = [v for v in dict.fromkeys(theta.tolist()) if v not in cache]
+        wanted = list(dict.fromkeys(theta.tolist()))
+        if len(cache) + len(wanted) > _RULE_CACHE_SIZE:
+            cache.clear()  # before listing what is missing: entries still needed go too
+        missing = [v for v in wanted if v not in cache]
         if missing:
-            if len(cache) + len(missing) > _RULE_CACHE_SIZE:
-                cache.clear()
             r, w = self._compute_radial_rules(np.array(missing), n_nodes)
             r.setflags(write=False)
             w.setflags(write=False)
@@ -656,10 +657,11 @@ class RiemannianGaussian(_ManifoldNoise):
         # the mode does not depend on n_nodes: the 40-node pair rules and the
         # 160-node moment rules of one theta share it
         modes = _MODE_CACHE.setdefault(self.space, {})
-        todo = [v for v in dict.fromkeys(theta.tolist()) if v not in modes]
+        wanted = list(dict.fromkeys(theta.tolist()))
+        if len(modes) + len(wanted) > _RULE_CACHE_SIZE:
+            modes.clear()
+        todo = [v for v in wanted if v not in modes]
         if todo:
-            if len(modes) + len(todo) > _RULE_CACHE_SIZE:
-                modes.clear()
             modes.update(zip(todo, self._mode(np.array(todo)).tolist(), strict=True))
         mode = np.array([modes[v] for v in theta.tolist()])[:, None]
         theta = theta[:, None]
