@@ -200,3 +200,16 @@ def test_riemannian_gaussian_moment_gradient_matches_differences(space):
         theta * np.exp(-h)
     )
     np.testing.assert_allclose(grad, diff / (2 * h), rtol=1e-7)
+
+
+def test_radial_rule_memo_survives_being_cleared(monkeypatch):
+    # a full memo is cleared; entries the same call still needs must be recomputed
+    monkeypatch.setattr(noise_module, "_RULE_CACHE_SIZE", 5)
+    rg = RiemannianGaussian(Hyperbolic(3))
+    theta = np.array([0.5, 1.0, 2.0, 4.0])
+    first = rg.pair_expected_sq_dist(theta, theta[::-1])
+    again = rg.pair_expected_sq_dist(np.r_[theta, 8.0], np.r_[theta[::-1], 0.25])
+    np.testing.assert_allclose(again[:4], first, rtol=1e-13)
+    want = noise_module._reference_pair_expected_sq_dist(rg, 8.0, 0.25)
+    np.testing.assert_allclose(again[4], want, rtol=1e-12)
+    np.testing.assert_allclose(rg.expected_sq_dist(theta), rg.expected_sq_dist(theta))
