@@ -1,7 +1,8 @@
 """Noise-aware training for structured end models (paper section 4, appendix C).
 
-A pseudolabel Z is made from a point's votes by a rule (a draw from the posterior, as in
-the paper, or the MAP). Under a noise model, Z given the true label Y has the transition
+A pseudolabel Z is made from a point's votes by a rule: the MAP (by default, so that the
+pseudolabels are the labels ``predict`` returns) or a draw from the posterior (the
+paper's rule). Under a noise model, Z given the true label Y has the transition
 matrix Q_ij = P(Z = y_j | Y = y_i) over the support y_1..y_k. If Q is invertible, the
 corrected loss sum_l (Q^-1)_jl d^2(t, y_l) of a point whose pseudolabel is y_j has
 expectation d^2(t, y_i) when Y = y_i (Natarajan et al. 2013), for every candidate t.
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy.special import logsumexp
+from tqdm.auto import tqdm
 
 from snorkel_structured import _warnings
 from snorkel_structured._validation import (
@@ -39,7 +41,7 @@ from snorkel_structured.spaces.finite import FiniteMetricSpace
 
 __all__ = ["NoiseMatrix", "loss_weights", "noise_matrix"]
 
-RULES = ("sample", "map")
+RULES = ("auto", "map", "sample")
 METHODS = ("auto", "exact", "monte_carlo")
 PSEUDOLABEL = "pseudolabel"
 
@@ -59,8 +61,8 @@ class NoiseMatrix:
         Label indices (into the space) that ``Q`` is indexed by.
     prior : ndarray of shape (k,)
         The prior renormalized on the support (used by the posterior).
-    rule : {"sample", "map"}
-        The pseudolabel rule ``Q`` describes.
+    rule : {"map", "sample"}
+        The pseudolabel rule ``Q`` describes (what ``rule="auto"`` chose).
     method : {"exact", "monte_carlo"}
         How ``Q`` was computed.
     std_error : ndarray of shape (k, k)
@@ -284,11 +286,15 @@ def _monte_carlo_q(
     n_draws: int,
     rng: np.random.Generator,
     family: _Family | None = None,
+    progress_bar: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     k = support.size
     Q = np.empty((k, k))
     se = np.empty((k, k))
-    for i, stream in enumerate(rng.spawn(k)):  # one batch of draws per true label
+    streams = tqdm(
+        rng.spawn(k), desc="Monte Carlo Q", unit="label", disable=not progress_bar
+    )
+    for i, stream in enumerate(streams):  # one batch of draws per true label
         if family is None:
             L = sample_votes(
                 S, theta, np.full(n_draws, support[i]), abstain=rates, seed=stream
@@ -308,7 +314,7 @@ def noise_matrix(
     prior: Any,
     *,
     abstain: Any = 0.0,
-    rule: str = "sample",
+    rule: str = "auto",
     support: Any = None,
     min_prior: float = 0.05,
     method: str = "auto",
@@ -319,6 +325,7 @@ def noise_matrix(
     power: float = 2.0,
     outlier_rate: Any = None,
     outlier_dist: Any = None,
+    progress_bar: bool = False,
 ) -> NoiseMatrix:
     """Q_ij = P(pseudolabel = y_j | Y = y_i) over the support, under a noise model.
 
@@ -333,9 +340,15 @@ def noise_matrix(
         P(Y = y) over the whole space.
     abstain : float or array-like of shape (n_lfs,), default=0.0
         Probability that each LF abstains, independently of Y.
-    rule : {"sample", "map"}, default="sample"
-        Pseudolabel rule: a draw from the posterior (the paper) or the MAP. Both
-        restrict the posterior to the support.
+    rule : {"auto", "map", "sample"}, default="auto"
+        Pseudolabel rule: the MAP (the label ``predict`` returns), a draw from the
+        posterior (the paper's rule), or "auto": the MAP, unless its Q has a
+        condition number above ``warn_condition`` (or is singular: with weak LFs a
+        rare label may never be the argmax) and the draw's Q is better conditioned.
+        Q^-1 corrects the loss without bias for either rule, as long as Q is that
+        rule's; the MAP adds no sampling noise and usually gives a Q nearer the
+        identity (smaller weights). All rules restrict the posterior to the
+        support. ``NoiseMatrix.rule`` records the rule used.
     support : array-like of int, optional
         Label indices to index Q by; default the labels with ``prior > min_prior``.
     min_prior : float, default=0.05
@@ -362,6 +375,9 @@ def noise_matrix(
         The outlier component: P(lambda_a = v | y) = (1 - eps_a) exp(-theta_a
         d^power) / Z + eps_a h_a(v) (``StructuredLabelModel``'s ``outlier_rate_``
         and ``outlier_dist_``).
+    progress_bar : bool, default=False
+        Show a tqdm progress bar over the true labels when Q is computed by Monte
+        Carlo (seconds per label on large supports); the exact sum is not shown.
 
     Returns
     -------
@@ -410,29 +426,61 @@ def noise_matrix(
     max_patterns = check_scalar(max_patterns, "max_patterns", kind="int", low=1)
     n_draws = check_scalar(n_draws, "n_draws", kind="int", low=2)
     warn_condition = check_scalar(warn_condition, "warn_condition", low=1.0)
+    if not isinstance(progress_bar, (bool, np.bool_)):
+        raise TypeError(
+            f"progress_bar must be a bool; got {type(progress_bar).__name__}."
+        )
     sup = _resolve_support(p, support, min_prior)
     p_sup = p[sup] / p[sup].sum()
     log_prior = np.log(p_sup)
     logc_sup = _support_log_cond(S, th, sup, family)  # (m, k, r) [a, y, v]
     n_patterns = int(np.prod([r + 1 if x > 0 else r for x in rates], dtype=np.float64))
     use_exact = method == "exact" or (method == "auto" and n_patterns <= max_patterns)
-    if use_exact:
-        Q, n_eval = _exact_q(logc_sup, rates, log_prior, rule)
-        se = np.zeros_like(Q)
-        used = "exact"
-    else:
-        rng = check_seed(seed)
-        Q, se = _monte_carlo_q(
-            S, th, rates, sup, logc_sup, log_prior, rule, n_draws, rng, family
-        )
-        n_eval, used = n_draws, "monte_carlo"
-    sv = np.linalg.svd(Q, compute_uv=False)
+    rng = None if use_exact else check_seed(seed)
+
+    def compute(rule_used: str) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
+        if use_exact:
+            Q, n_eval = _exact_q(logc_sup, rates, log_prior, rule_used)
+            se = np.zeros_like(Q)
+        else:
+            Q, se = _monte_carlo_q(
+                S,
+                th,
+                rates,
+                sup,
+                logc_sup,
+                log_prior,
+                rule_used,
+                n_draws,
+                rng,
+                family,
+                bool(progress_bar),
+            )
+            n_eval = n_draws
+        return Q, se, n_eval, np.linalg.svd(Q, compute_uv=False)
+
+    used_rule = "map" if rule == "auto" else rule
+    Q, se, n_eval, sv = compute(used_rule)
+    if rule == "auto" and sv[-1] <= max(sv[0], 1e-300) / warn_condition:
+        # The MAP can make Q singular (a support label that is never the argmax, e.g.
+        # a rare class under weak LFs) or worse conditioned than a posterior draw:
+        # then the draw, whose Q is invertible whenever the votes carry information.
+        alt = compute("sample")
+        if alt[3][-1] * sv[0] > sv[-1] * alt[3][0]:  # smaller condition number
+            used_rule, (Q, se, n_eval, sv) = "sample", alt
+    used = "exact" if use_exact else "monte_carlo"
     if sv[-1] <= 1e-10 * max(sv[0], 1e-300):
         raise ValueError(
             f"Q is singular (smallest singular value {sv[-1]:.2e}, largest "
             f"{sv[0]:.2e}) over a support of {sup.size} labels: the votes do not "
             "tell some support labels apart. Shrink the support (raise min_prior "
-            "or pass support=) or use more informative labeling functions."
+            "or pass support=) or use more informative labeling functions"
+            + (
+                "; with rule='map', a support label may never be the posterior's "
+                "argmax: use rule='auto' or 'sample'."
+                if rule == "map"
+                else "."
+            )
         )
     cond = float(sv[0] / sv[-1])
     if cond > warn_condition:
@@ -447,7 +495,7 @@ def noise_matrix(
     for arr in (Q, inverse, se, sup, p_sup):
         arr.setflags(write=False)
     return NoiseMatrix(
-        Q, inverse, sup, p_sup, rule, used, se, int(n_eval), cond, float(sv[-1])
+        Q, inverse, sup, p_sup, used_rule, used, se, int(n_eval), cond, float(sv[-1])
     )
 
 
@@ -468,7 +516,7 @@ def loss_weights(
     prior: Any,
     *,
     abstain: Any = None,
-    rule: str = "sample",
+    rule: str = "auto",
     support: Any = None,
     min_prior: float = 0.05,
     noise: NoiseMatrix | None = None,
@@ -491,9 +539,11 @@ def loss_weights(
         The noise model, as in :func:`noise_matrix`.
     abstain : float or array-like of shape (n_lfs,), optional
         LF abstain rates for Q; default the fraction of -1 in each column of ``L``.
-    rule : {"sample", "map"}, default="sample"
-        How pseudolabels are made: a draw from the posterior over the support (the
-        paper) or its argmax.
+    rule : {"auto", "map", "sample"}, default="auto"
+        How pseudolabels are made: the posterior's argmax over the support (the
+        label ``predict`` returns, when it lies in the support), a draw from it (the
+        paper), or "auto" (the argmax unless its Q is much worse conditioned; see
+        :func:`noise_matrix`). ``attrs["rule"]`` records the rule used.
     support, min_prior
         As in :func:`noise_matrix`.
     noise : NoiseMatrix, optional
@@ -506,8 +556,8 @@ def loss_weights(
     power, outlier_rate, outlier_dist
         The noise family, as in :func:`noise_matrix`.
     **noise_options
-        ``method``, ``max_patterns``, ``n_draws``, ``warn_condition`` of
-        :func:`noise_matrix`.
+        ``method``, ``max_patterns``, ``n_draws``, ``warn_condition``,
+        ``progress_bar`` of :func:`noise_matrix`.
 
     Returns
     -------

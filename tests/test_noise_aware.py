@@ -182,14 +182,19 @@ def test_label_model_methods_match_functions():
         outlier_dist=lm.outlier_dist_ if outliers else None,
     )
     ref = ss.noise_matrix(
-        data.space, lm.theta_, lm.prior_, abstain=1 - lm.coverage_, **family
+        data.space,
+        lm.theta_,
+        lm.prior_,
+        abstain=1 - lm.coverage_,
+        rule=nm.rule,  # the model's default rule, whichever it is
+        **family,
     )
     np.testing.assert_allclose(nm.Q, ref.Q)
     W_ref = ss.loss_weights(
         data.L, data.space, lm.theta_, lm.prior_, noise=nm, seed=1, **family
     )
     ref_paper = ss.noise_matrix(
-        data.space, lm.theta_, lm.prior_, abstain=1 - lm.coverage_
+        data.space, lm.theta_, lm.prior_, abstain=1 - lm.coverage_, rule=nm.rule
     )
     if lm.noise_power_ != 2 or outliers:  # another family: another Q
         assert np.abs(ref_paper.Q - nm.Q).max() > 1e-6
@@ -202,3 +207,82 @@ def test_label_model_methods_match_functions():
     pd.testing.assert_frame_equal(W, lm.loss_weights(L_df, seed=0))
     W_map = lm.loss_weights(data.L, rule="map", noise=lm.noise_matrix(rule="map"))
     assert W_map.attrs["rule"] == "map"
+
+
+def test_monte_carlo_progress_bar_is_opt_in_and_changes_nothing(capsys):
+    kw = dict(abstain=0.1, method="monte_carlo", n_draws=500, seed=3)
+    quiet = ss.noise_matrix(SPACE3, [0.5, 1.0, 2.0], PRIOR3, **kw)
+    assert "Monte Carlo Q" not in capsys.readouterr().err  # default off
+    shown = ss.noise_matrix(SPACE3, [0.5, 1.0, 2.0], PRIOR3, progress_bar=True, **kw)
+    err = capsys.readouterr().err
+    assert "Monte Carlo Q" in err and "3/3" in err  # one step per support label
+    np.testing.assert_array_equal(shown.Q, quiet.Q)
+    with pytest.raises(TypeError, match="progress_bar must be a bool"):
+        ss.noise_matrix(SPACE3, [1.0], PRIOR3, progress_bar="yes")
+
+
+def test_em_progress_bar_over_starts_is_opt_in_and_changes_nothing(capsys):
+    from snorkel_structured.estimators import VoteStats
+    from snorkel_structured.estimators.em import mle_estimate
+
+    data = make_ranking_data(500, seed=2)
+    stats = VoteStats.from_label_matrix(data.L, n_labels=len(data.space))
+    S = data.space.squared_distance_matrix
+    quiet = mle_estimate(stats, S, n_components=2, n_restarts=3, seed=0)
+    assert "EM starts" not in capsys.readouterr().err
+    shown = mle_estimate(
+        stats, S, n_components=2, n_restarts=3, seed=0, progress_bar=True
+    )
+    assert "EM starts" in capsys.readouterr().err
+    np.testing.assert_array_equal(shown.theta, quiet.theta)
+    np.testing.assert_array_equal(shown.prior, quiet.prior)
+
+
+def test_default_rule_is_the_map_so_pseudolabels_are_the_predicted_labels():
+    data = make_ranking_data(600, theta=[0.0, 0.0, 1.0], abstain=0.1, seed=2)
+    W = ss.loss_weights(data.L, data.space, data.theta, data.prior)
+    assert W.attrs["rule"] == "map"
+    # by hand: argmax_y prior_y prod_a P(lambda_a | y) over the support
+    S = data.space.squared_distance_matrix
+    sup = np.asarray(W.attrs["support"])
+    cond = np.exp(-np.asarray(data.theta)[:, None, None] * S[None])
+    cond /= cond.sum(axis=2, keepdims=True)  # (m, y, v)
+    post = np.tile(np.log(data.prior[sup]), (600, 1))
+    for a in range(3):
+        voted = data.L[:, a] != -1
+        post[voted] += np.log(cond[a][sup][:, data.L[voted, a]].T)
+    np.testing.assert_array_equal(W["pseudolabel"], sup[np.argmax(post, axis=1)])
+    # and the label model's own predictions, fitted on the same votes
+    lm = ss.StructuredLabelModel(data.space, estimator="mle", seed=0).fit(
+        data.L, progress_bar=False
+    )
+    family = dict(power=lm.noise_power_)
+    if lm.noise_model_["outliers"]:
+        family.update(outlier_rate=lm.outlier_rate_, outlier_dist=lm.outlier_dist_)
+    W_lm = ss.loss_weights(data.L, data.space, lm.theta_, lm.prior_, **family)
+    pred = lm.predict(data.L)
+    in_q = np.isin(pred, W_lm.attrs["support"])  # Q's support drops slivers
+    np.testing.assert_array_equal(W_lm["pseudolabel"][in_q], pred[in_q])
+
+
+def test_auto_rule_draws_when_the_map_never_picks_a_rare_class():
+    # Two classes, prior 0.9 / 0.1, three LFs right 60% of the time: even three
+    # votes for class 1 leave class 0 more probable (0.9 * 0.4^3 > 0.1 * 0.6^3), so
+    # the MAP is never 1, Q for the MAP has a zero column, and no weights exist.
+    space, prior = ss.Discrete(2), np.array([0.9, 0.1])
+    theta = [np.log(0.6 / 0.4)] * 3  # d^2 = 1 between classes: odds 0.6 / 0.4
+    assert 0.9 * 0.4**3 > 0.1 * 0.6**3
+    with pytest.raises(ValueError, match="never be the posterior's argmax"):
+        ss.noise_matrix(space, theta, prior, rule="map")
+    with np.errstate(invalid="ignore"):  # abstain patterns have probability 0
+        support, rows = _brute_force_rule_probs(
+            space, theta, prior, np.zeros(3), "sample"
+        )
+    Q_hand = sum(np.outer(lik, z) for lik, z in rows if lik.any())
+    auto = ss.noise_matrix(space, theta, prior, warn_condition=1e6)
+    assert auto.rule == "sample"
+    np.testing.assert_allclose(auto.Q, Q_hand, atol=1e-12)
+    W = ss.loss_weights(
+        np.array([[1, 1, 1], [0, 0, 0]]), space, theta, prior, warn_condition=1e6
+    )
+    assert W.attrs["rule"] == "sample"

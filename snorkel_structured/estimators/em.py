@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from snorkel_structured import _warnings
 from snorkel_structured._validation import check_seed
@@ -397,6 +398,7 @@ def mle_estimate(
     shrinkages: tuple[float, ...] = (0.0,),
     vote_weights: np.ndarray | None = None,
     dependencies: Any = (),
+    progress_bar: bool = False,
 ) -> MLEEstimate:
     """Maximum-likelihood prior and theta of the finite noise model (EM over patterns).
 
@@ -450,6 +452,10 @@ def mle_estimate(
         LFs); default 1.
     dependencies : sequence of (int, int), default=()
         Dependent LF pairs, kept out of the tensor start's triplets.
+    progress_bar : bool, default=False
+        Show a tqdm progress bar over the EM starting points (the tensor start, the
+        search and its ``n_restarts``): with many restarts on many vote patterns
+        the fit takes seconds.
 
     Returns
     -------
@@ -513,7 +519,9 @@ def mle_estimate(
     C = prob.candidates() if not given else None
     opts = dict(fixed_w=fixed, label_dependent=False, max_iter=max_iter, tol=tol)
     best = None  # (score, name, T, fit)
-    for name, T, w, th in starts:
+    for name, T, w, th in tqdm(
+        starts, desc="EM starts", unit="start", disable=not progress_bar
+    ):
         fit = _run_em(prob, T, w, np.asarray(th, dtype=np.float64).copy(), **opts)
         if C is not None:
             T, w_, th_, ll = _swap(
