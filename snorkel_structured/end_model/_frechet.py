@@ -171,6 +171,11 @@ def frechet_means(
     if K == 0:
         return ext  # closed form: the weighted average
     x = _extrinsic_start(space, ext, points, W)
+    if K > 0 and type(space).__name__ == "Sphere":
+        x, left = _sphere_newton(points, W, x, tol, max_iter)
+        if left.size:
+            x[left] = space.frechet_mean(points[left], W[left], tol=tol)
+        return x
     active = np.arange(points.shape[0])
     eye = np.eye(points.shape[-1])
     G = np.ones(eye.shape[0])
@@ -206,7 +211,9 @@ def frechet_means(
         step[bad] = grad[bad]
         if K > 0:  # never step past a quarter circle
             sn = np.linalg.norm(step, axis=-1, keepdims=True)
-            step = np.where(sn > np.pi / 2, step * (np.pi / 2) / sn, step)
+            step = np.where(
+                sn > np.pi / 2, step * (np.pi / 2) / np.maximum(sn, 1e-300), step
+            )
         # step halving where the objective would rise (at most 10 halvings)
         todo = np.arange(active.size)
         new = np.empty_like(xa)
@@ -240,3 +247,94 @@ def _extrinsic_start(space, ext, points, W):
         )
     x = space.projection(ext)
     return np.where(np.isfinite(x).all(axis=1)[:, None], x, best)
+
+
+def _sphere_terms(P: np.ndarray, x: np.ndarray):
+    """cos and angle to each point: (k, n) each, from one batched matrix-vector pass."""
+    c = np.clip(np.einsum("knd,kd->kn", P, x), -1.0, 1.0)
+    return c, np.arccos(c)
+
+
+def _sphere_newton(P, W, x, tol, max_iter):
+    """Riemannian Newton for weighted means on the unit sphere, in inner products.
+
+    log_x p = theta / sin(theta) (p - cos(theta) x), so the gradient, the Hessian
+    (sum_i w_i [c_i I + (1 - c_i) u_i u_i^T], c = theta cot theta) and the objective
+    are sums over points of P with per-point scalars: three batched products over P per
+    step instead of elementwise maps. Returns the means and the rows not converged.
+    """
+    active = np.arange(P.shape[0])
+    c, th = _sphere_terms(P, x)
+    Pa, Wa = P, W
+    for it in range(max_iter + 1):
+        xa = x[active]
+        sn = np.sin(th)
+        small = th < _SMALL
+        f = np.where(small, 1.0 + th * th / 6.0, th / np.where(small, 1.0, sn))
+        a = Wa * f
+        v = np.einsum("kn,knd->kd", a, Pa)
+        grad = v - np.einsum("kn,kn->k", a, c)[:, None] * xa  # tangent part of v
+        grad = grad - np.einsum("kd,kd->k", grad, xa)[:, None] * xa
+        gnorm = np.linalg.norm(grad, axis=1)
+        f0 = 0.5 * np.einsum("kn,kn->k", Wa, th * th)
+        conv = gnorm <= tol * np.maximum(1.0, np.sqrt(2.0 * f0))
+        if conv.all() or it == max_iter:
+            active = active[~conv]
+            break
+        if conv.mean() > 0.5:
+            # Converged rows leave once many have: copying the point arrays every
+            # step would cost more than the spare arithmetic on the converged rows.
+            keep = ~conv
+            active, xa, c, th, sn, small, grad, f0, conv = (
+                arr[keep] for arr in (active, xa, c, th, sn, small, grad, f0, conv)
+            )
+            Pa, Wa = Pa[keep], Wa[keep]
+        grad[conv] = 0.0  # converged rows stay put
+        hf = _hessian_factor(1.0, th)
+        # b = w (1 - c(theta)) / sin^2(theta); its limit at theta = 0 is w / 3
+        with np.errstate(divide="ignore", invalid="ignore"):
+            b = np.where(small, Wa / 3.0, Wa * (1.0 - hf) / np.where(small, 1.0, sn**2))
+        b = np.where(np.isfinite(b), b, 0.0)
+        M = np.matmul((Pa * b[..., None]).transpose(0, 2, 1), Pa)  # sum b p p^T
+        q = np.einsum("kn,knd->kd", b * c, Pa)
+        bc2 = np.einsum("kn,kn->k", b, c * c)
+        M -= q[:, :, None] * xa[:, None, :] + xa[:, :, None] * q[:, None, :]
+        M += bc2[:, None, None] * xa[:, :, None] * xa[:, None, :]
+        H = np.einsum("kn,kn->k", Wa, hf)[:, None, None] * np.eye(x.shape[1]) + M
+        with np.errstate(all="ignore"):
+            try:
+                step = np.linalg.solve(H, grad[..., None])[..., 0]
+            except np.linalg.LinAlgError:
+                step = grad.copy()
+        step = step - np.einsum("kd,kd->k", step, xa)[:, None] * xa
+        bad = ~np.isfinite(step).all(axis=1) | (np.einsum("kd,kd->k", step, grad) <= 0)
+        step[bad] = grad[bad]
+        norm = np.linalg.norm(step, axis=1, keepdims=True)
+        step = np.where(
+            norm > np.pi / 2, step * (np.pi / 2) / np.maximum(norm, 1e-300), step
+        )
+        # step halving where the objective would rise
+        todo = np.flatnonzero(~conv)
+        full = todo.size == active.size
+        t = 1.0
+        for _ in range(10):
+            st = t * (step if full else step[todo])
+            r = np.linalg.norm(st, axis=1, keepdims=True)
+            cand = (
+                np.cos(r) * (xa if full else xa[todo])
+                + np.where(r > 0, np.sin(r) / np.where(r > 0, r, 1.0), 1.0) * st
+            )
+            cand /= np.linalg.norm(cand, axis=1, keepdims=True)
+            # the first trial needs no copy of the points (every row tries it)
+            cc, tt = _sphere_terms(Pa if full else Pa[todo], cand)
+            f1 = 0.5 * np.einsum("kn,kn->k", Wa if full else Wa[todo], tt * tt)
+            ok = f1 <= f0[todo] * (1 + 1e-12)
+            rows = todo[ok]
+            x[active[rows]] = cand[ok]
+            c[rows], th[rows] = cc[ok], tt[ok]
+            todo = todo[~ok]
+            full = False
+            if todo.size == 0:
+                break
+            t *= 0.5
+    return x, active

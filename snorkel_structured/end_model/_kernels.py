@@ -156,8 +156,11 @@ EXACT_MAX_SAMPLES_MANIFOLD = 5_000
 AUTO_N_COMPONENTS = 1_000
 #: ``gamma="auto"`` tries these multiples of the "scale" bandwidth.
 GAMMA_GRID = 2.0 ** np.arange(-3.0, 4.0)
-#: ``nu="auto"`` picks nu from this grid (the system solved is K + n nu I).
-NU_GRID = np.logspace(-10.0, 1.0, 45)
+#: ``nu="auto"`` picks nu from this grid (the system solved is K + n nu I), in units
+#: of the mean kernel diagonal (1 for the RBF kernel, mean |x|^2 for the linear one).
+#: The floor keeps GCV above the round-off of the kernel's eigenvalues: below about
+#: 1e-8 of the largest they are noise, and GCV then shows a spurious minimum.
+NU_GRID = np.logspace(-7.0, 1.0, 33)
 #: Rows (a seeded subsample) and landmarks with which GCV compares bandwidths.
 GCV_MAX_SAMPLES = 2_000
 GCV_LANDMARKS = 500
@@ -176,6 +179,13 @@ def check_n_components(n_components: Any) -> None:
             f"n_components must be 'auto', None or an int >= 1; got {n_components!r}."
         )
     check_scalar(n_components, "n_components", kind="int", low=1)
+
+
+def kernel_scale(X: np.ndarray, kernel: str) -> float:
+    """Mean of the kernel's diagonal: the unit of ``NU_GRID``."""
+    if kernel == "linear":
+        return max(float(np.einsum("ij,ij->", X, X)) / max(X.shape[0], 1), 1e-300)
+    return 1.0
 
 
 def choose_n_components(n_components: Any, n: int, exact_max: int) -> int | None:
@@ -246,7 +256,7 @@ class RidgeSystem:
         shrink = lams[:, None] / (s + lams[:, None])  # (n_lams, r)
         resid = out + (shrink**2 * q[None, :]).sum(axis=1)
         dof = self.n - (s / (s + lams[:, None])).sum(axis=1)
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(
                 dof > 0, self.n * resid / np.maximum(dof, 1e-300) ** 2, np.inf
             )

@@ -32,6 +32,7 @@ from snorkel_structured.end_model._kernels import (
     check_n_components,
     choose_n_components,
     kernel_matrix,
+    kernel_scale,
     nystroem_system,
     pick_landmarks,
     resolve_gamma,
@@ -255,7 +256,7 @@ class KernelManifoldRegressor(PersistenceMixin, BaseEstimator):
             gammas = gamma * GAMMA_GRID if auto_gamma else np.array([gamma])
             if self.kernel != "rbf":
                 gammas = np.array([0.0])
-            nus = NU_GRID if auto_nu else np.array([nu])
+            nus = NU_GRID * kernel_scale(X, self.kernel) if auto_nu else np.array([nu])
             gamma, nu = select_gamma_nu(X, Y, None, self.kernel, gammas, nus, rng)
         m = choose_n_components(self.n_components, n, EXACT_MAX_SAMPLES_MANIFOLD)
         self.factor_ = None

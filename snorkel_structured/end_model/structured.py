@@ -32,6 +32,7 @@ from snorkel_structured.end_model._kernels import (
     check_n_components,
     choose_n_components,
     kernel_matrix,
+    kernel_scale,
     nystroem_system,
     pick_landmarks,
     resolve_gamma,
@@ -255,12 +256,13 @@ class KernelStructuredPredictor(PersistenceMixin, BaseEstimator):
         A = S_rows - S_rows.mean(axis=1, keepdims=True)
         base_gamma = resolve_gamma(Xa, self.gamma) if self.kernel == "rbf" else 0.0
         m = choose_n_components(self.n_components, n, EXACT_MAX_SAMPLES)
+        nu_grid = NU_GRID * kernel_scale(Xa, self.kernel)
         gamma = base_gamma
         if auto_nu or (self.kernel == "rbf" and auto_gamma):
             gammas = base_gamma * GAMMA_GRID if auto_gamma else np.array([base_gamma])
             if self.kernel != "rbf":
                 gammas = np.array([0.0])
-            nus = NU_GRID if auto_nu else np.array([nu])
+            nus = nu_grid if auto_nu else np.array([nu])
             gamma, nu = select_gamma_nu(Xa, W, A, self.kernel, gammas, nus, rng)
         if m is None:
             # exact solve: one Cholesky factorization
@@ -276,7 +278,7 @@ class KernelStructuredPredictor(PersistenceMixin, BaseEstimator):
             basis_X = Xa[pick_landmarks(n, m, rng)]
             system, _, _ = nystroem_system(Xa, basis_X, W, self.kernel, gamma)
             if auto_nu:  # refine on the full system: free after its eigendecomposition
-                nu = float(NU_GRID[int(np.argmin(system.gcv(n * NU_GRID, A)))])
+                nu = float(nu_grid[int(np.argmin(system.gcv(n * nu_grid, A)))])
             dual = system.dual(n * nu)
         self.dual_coef_ = dual @ S_rows
         self.X_fit_ = basis_X
