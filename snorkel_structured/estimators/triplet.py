@@ -46,13 +46,13 @@ Declared dependencies and labeled rows (all three estimators)
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy import optimize
 
+from snorkel_structured import _warnings
 from snorkel_structured.estimators._manifold_stats import (
     LabeledManifoldStats,
     ManifoldStats,
@@ -157,7 +157,7 @@ def _dependent_mask(pairs: np.ndarray, dependencies: Any) -> np.ndarray:
 
 def _warn_unidentified(bad: np.ndarray) -> None:
     lfs = np.flatnonzero(bad).tolist()
-    warnings.warn(
+    _warnings.warn(
         f"After leaving out the declared dependent pairs, LF(s) {lfs} are in no odd "
         "cycle (e.g. a triangle) of mutually independent LFs and have no labeled rows, "
         "so the data cannot identify them; they are estimated with their dependent "
@@ -176,7 +176,7 @@ def _usable_pairs(
     ok = stats.pair_count[ia, ib] >= min_overlap
     low = ~ok & (stats.pair_count[ia, ib] > 0)
     if low.any():
-        warnings.warn(
+        _warnings.warn(
             f"{int(low.sum())} LF pair(s) co-voted on fewer than min_overlap={min_overlap} "
             f"rows (e.g. LFs {int(ia[low][0])} and {int(ib[low][0])}: "
             f"{int(stats.pair_count[ia[low][0], ib[low][0]])} rows); they are ignored.",
@@ -240,7 +240,7 @@ def _finish(noise, invariant, pairs, what="invariant"):
     bad = ~((invariant > lo_v) & (invariant < hi_v))
     if bad.any():
         a = int(np.flatnonzero(bad)[0])
-        warnings.warn(
+        _warnings.warn(
             f"The estimated {what} of LF {a} ({invariant[a]!r}) is outside the range "
             f"({lo_v!r}, {hi_v!r}) of {noise!r}; it is clipped to the nearest admissible "
             "value. The LF may be (nearly) noiseless or pure noise, or the data too few.",
@@ -281,8 +281,7 @@ def _log_sq_dist_var(noise, z, z_var, log_space, lo_v, hi_v):
     ends = []
     for zz in (z[ok] + sd[ok], z[ok] - sd[ok]):
         v = np.clip(np.exp(zz) if log_space else zz, lower, upper)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with _warnings.captured(), np.errstate(all="ignore"):
             try:
                 ends.append(
                     np.log(noise.expected_sq_dist(noise.scale_from_invariant(v)))
@@ -366,7 +365,7 @@ def triplet_estimate(
         nonpos = (stats.pair_count >= min_overlap) & ~(C > 0) & ~np.eye(m, dtype=bool)
         if nonpos.any():
             a, b = (int(v) for v in np.argwhere(nonpos)[0])
-            warnings.warn(
+            _warnings.warn(
                 f"The mean cos d of LFs {a} and {b} is {C[a, b]!r} <= 0, outside the "
                 "model's range (the invariant is positive); that pair is ignored.",
                 IdentifiabilityWarning,
@@ -495,8 +494,7 @@ def pair_sq_dist_estimate(
     dev_lfs = np.zeros(0, dtype=int) if dev is None else np.flatnonzero(dev.count >= 2)
     pairs = _usable_pairs(stats, min_overlap, dev_lfs=dev_lfs)
     if init is None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", IdentifiabilityWarning)
+        with _warnings.captured(IdentifiabilityWarning):
             try:
                 init = triplet_estimate(
                     stats,
@@ -546,7 +544,7 @@ def _warn_edges(noise, scale, edge):
             if edge[a] == 1
             else "That is (nearly) noiseless; the data do not pin it down."
         )
-        warnings.warn(
+        _warnings.warn(
             f"The pairwise squared-distance fit put LF {a}'s {noise.parameter_name} at "
             f"the edge of its range ({scale[a]!r}). {hint}",
             IdentifiabilityWarning,

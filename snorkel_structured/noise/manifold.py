@@ -240,7 +240,8 @@ class _ManifoldNoise:
             )
         s = np.broadcast_to(self._check_scale(scale), x.shape[:-1])
         direction = self.space.random_tangent_vec(x, seed=rng)
-        norm = self.space.norm(direction)
+        # the norm at x: far out on hyperbolic space only the base point makes it exact
+        norm = self.space.norm(direction, x)
         direction = direction / np.where(norm > 0, norm, 1.0)[..., None]
         r = self._sample_radius(s, rng)
         return self.space.exp(r[..., None] * direction, x)
