@@ -38,6 +38,12 @@ STATEMENTS = (
         "import snorkel_structured as ss; ss.StructuredLabelModel",
     ),
     (
+        "StructuredLabelModel(Permutations(3)).fit(L)",
+        "import numpy as np; import snorkel_structured as ss\n"
+        "L = np.random.default_rng(0).integers(0, 6, size=(200, 3))\n"
+        "ss.StructuredLabelModel(ss.Permutations(3), seed=0).fit(L)",
+    ),
+    (
         "snorkel-structured --help",
         "import sys; from snorkel_structured.experiments.cli import main\n"
         "try:\n    main(['--help'])\nexcept SystemExit:\n    pass",

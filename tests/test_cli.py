@@ -4,6 +4,7 @@ import sys
 import pandas as pd
 import pytest
 
+import snorkel_structured as ss
 from snorkel_structured.experiments import cli
 
 
@@ -33,6 +34,42 @@ def test_reproduce_tiny_grid_writes_csv_png_and_table(experiment, tmp_path, caps
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5_000
     out = capsys.readouterr().out
     assert f"== {experiment}" in out and "Total time" in out
+    # the median tables, as files: recomputed from the runs' CSV
+    medians = pd.read_csv(tmp_path / f"{experiment}_medians.csv")
+    keys = [c for c in ("method", "lf") if c in table]
+    expected = table.groupby(keys)[value].median().reset_index()
+    got = medians.rename(columns={"n=400": value})[keys + [value]]
+    pd.testing.assert_frame_equal(
+        got.sort_values(keys).reset_index(drop=True),
+        expected.sort_values(keys).reset_index(drop=True),
+    )
+    markdown = (tmp_path / f"{experiment}_medians.md").read_text()
+    assert markdown.startswith("| " + " | ".join(keys) + " | n=400 |")
+    assert markdown.count("\n| ") == len(expected)  # one line per row after the header
+    assert "seeds 0-1" in markdown
+    # each fit's warnings are kept in the CSV (empty when none)
+    assert "warning" in table or experiment == "ranking-end-model"
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"snorkel-structured {ss.__version__}"
+
+
+def test_warning_summary_counts_runs_per_method():
+    runs = pd.DataFrame(
+        {
+            "n": [100, 100, 200, 200],
+            "seed": [0, 0, 0, 0],
+            "method": ["tensor", "mle", "tensor", "mle"],
+            "warning": ["W: single component", "", "W: single component", ""],
+        }
+    )
+    assert cli.warning_summary(runs) == {
+        "tensor": "warned in 2 of 2 runs: W: single component"
+    }
 
 
 def test_seeds_are_repeatable(tmp_path):

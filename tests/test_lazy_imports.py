@@ -57,7 +57,24 @@ def test_manifold_label_model_does_not_import_torch():
     assert not loaded["torch"]
 
 
-def test_structured_label_model_still_subclasses_snorkel_base_labeler():
+def test_structured_label_model_fits_without_torch_and_subclasses_base_labeler():
+    # Snorkel's LabelModel, imported after ours, subclasses the same BaseLabeler.
+    code = (
+        "import numpy as np, sys\n"
+        "import snorkel_structured as ss\n"
+        "space = ss.Permutations(3)\n"
+        "rng = np.random.default_rng(0)\n"
+        "L = rng.integers(0, space.n_labels, size=(200, 3))\n"
+        "lm = ss.StructuredLabelModel(space, seed=0).fit(L)\n"
+        "assert lm.predict(L).shape == (200,)\n"
+        "assert 'torch' not in sys.modules\n"
+        "from snorkel.labeling.model import LabelModel\n"
+        "from snorkel.labeling.model.base_labeler import BaseLabeler\n"
+        "assert issubclass(ss.StructuredLabelModel, BaseLabeler)\n"
+        "assert issubclass(LabelModel, BaseLabeler)\n"
+    )
+    assert _loaded_after(code)["torch"]  # only once Snorkel's LabelModel is imported
+    # ... and in this process, where Snorkel's model package came first:
     assert issubclass(ss.StructuredLabelModel, BaseLabeler)
     assert label_model.StructuredLabelModel is ss.StructuredLabelModel
 

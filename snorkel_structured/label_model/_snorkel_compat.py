@@ -15,12 +15,19 @@ and that also say what to do:
   ``_set_lr_scheduler``, ``_set_warmup_scheduler`` and ``_init_params`` (with the
   checks of the torch optimizers they build) check them, and then ignored: our fit is
   EM on vote-pattern counts and has no epochs, learning rate or initial precisions.
+
+It also provides Snorkel's ``BaseLabeler`` (the base class of ``StructuredLabelModel``)
+without importing PyTorch: see :func:`snorkel_base_labeler`.
 """
 
 from __future__ import annotations
 
 import copy
+import importlib
+import importlib.util
 import numbers
+import sys
+import threading
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -34,11 +41,63 @@ from snorkel_structured.spaces.finite import Discrete
 
 __all__ = [
     "SNORKEL_TRAIN_KEYS",
+    "snorkel_base_labeler",
     "check_class_balance",
     "check_dev_classes",
     "check_prec_init_shape",
     "check_train_options",
 ]
+
+_BASE_LABELER = "snorkel.labeling.model.base_labeler"
+_LOCK = threading.Lock()
+
+
+def snorkel_base_labeler() -> type:
+    """Snorkel's ``BaseLabeler`` class, loaded without importing PyTorch.
+
+    ``snorkel.labeling.model.base_labeler`` needs only NumPy and ``snorkel.analysis``,
+    but importing it the usual way first runs ``snorkel/labeling/model/__init__.py``,
+    which imports Snorkel's ``LabelModel`` and with it torch (seconds). None of our
+    models uses torch, so the module is executed on its own and registered in
+    ``sys.modules`` under its own name; when Snorkel's ``LabelModel`` is imported later,
+    it finds the module there and subclasses the very same ``BaseLabeler`` class, so
+    ``issubclass(StructuredLabelModel, BaseLabeler)`` holds whichever is imported
+    first. If that is not possible (Snorkel's model package already imported, or laid
+    out differently), the usual import is used.
+
+    Returns
+    -------
+    BaseLabeler : type
+    """
+    with _LOCK:
+        module = sys.modules.get(_BASE_LABELER)
+        if module is None and "snorkel.labeling.model" not in sys.modules:
+            module = _load_alone(_BASE_LABELER)
+        if module is None:
+            module = importlib.import_module(_BASE_LABELER)
+    return module.BaseLabeler
+
+
+def _load_alone(name: str) -> Any:
+    """Execute the module ``name`` without its package's ``__init__``; None if unable."""
+    parent, _, leaf = name.rpartition(".")
+    grandparent, _, package_dir = parent.rpartition(".")
+    try:
+        locations = importlib.import_module(
+            grandparent
+        ).__spec__.submodule_search_locations
+        path = f"{list(locations)[0]}/{package_dir}/{leaf}.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            return None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    except (ImportError, OSError, AttributeError, TypeError, IndexError):
+        sys.modules.pop(name, None)
+        return None
+    return module
+
 
 # Snorkel's TrainConfig fields other than ``seed`` (which our fit uses).
 SNORKEL_TRAIN_KEYS = frozenset(

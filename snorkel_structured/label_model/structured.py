@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-from snorkel.labeling.model.base_labeler import BaseLabeler
 
 from snorkel_structured import _warnings
 from snorkel_structured._chunks import (
@@ -51,6 +50,7 @@ from snorkel_structured.label_model._snorkel_compat import (
     check_dev_classes,
     check_prec_init_shape,
     check_train_options,
+    snorkel_base_labeler,
 )
 from snorkel_structured.noise.finite import (
     expected_sq_dist,
@@ -63,6 +63,8 @@ from snorkel_structured.spaces.finite import Discrete, FiniteMetricSpace
 __all__ = ["StructuredLabelModel"]
 
 _ESTIMATORS = ("tensor", "mle", "uws")
+# Snorkel's BaseLabeler, without the torch import of Snorkel's model package.
+BaseLabeler = snorkel_base_labeler()
 
 
 def _chunk_stats(
