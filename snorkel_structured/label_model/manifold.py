@@ -274,6 +274,9 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
     array([0.2, 0.5, 1. ])
     >>> lm.predict(data.X).shape
     (20000, 3)
+    >>> pred, spread = lm.predict(data.X, return_spread=True)  # E d^2 to the truth
+    >>> lm.score(data.X, data.Y, metrics=["coverage"])
+    {'coverage': 1.0}
     """
 
     def __init__(
