@@ -323,7 +323,7 @@ ax.scatter(plon, plat, s=2, alpha=0.5, label="end model")
 ax.set(xlabel="longitude", ylabel="latitude", title="end model on held-out cities")
 ax.legend(markerscale=4)
 fig.tight_layout()
-fig.savefig(OUT / "sphere_cities.png", dpi=100)
+fig.savefig(OUT / "sphere_cities.png", dpi=100, bbox_inches="tight")
 print(f"figures written to {OUT}")
 
 # %% [markdown]
