@@ -268,7 +268,12 @@ def main():
     p.add_argument("--noisy-theta", type=float, nargs="+", default=[0.3, 0.3, 0.3])
     p.add_argument("--noisy-centers", type=int, default=4)
     p.add_argument("--rule", choices=["sample", "map"], default="sample")
-    p.add_argument("--nu", type=float, default=1e-3)
+    p.add_argument(
+        "--nu",
+        type=lambda v: v if v == "auto" else float(v),
+        default="auto",
+        help="ridge parameter of the kernel predictor, or 'auto' (GCV, the default)",
+    )
     p.add_argument(
         "--min-prior",
         type=float,

@@ -290,10 +290,14 @@ def _sphere_newton(P, W, x, tol, max_iter):
             )
             Pa, Wa = Pa[keep], Wa[keep]
         grad[conv] = 0.0  # converged rows stay put
-        hf = _hessian_factor(1.0, th)
-        # b = w (1 - c(theta)) / sin^2(theta); its limit at theta = 0 is w / 3
+        # Hessian factor theta cot theta = theta cos / sin, from the terms at hand
+        # (near the antipode it tends to -inf: capped as in _hessian_factor)
+        sn_safe = np.where(small, 1.0, sn)
         with np.errstate(divide="ignore", invalid="ignore"):
-            b = np.where(small, Wa / 3.0, Wa * (1.0 - hf) / np.where(small, 1.0, sn**2))
+            hf = np.where(small, 1.0 - th * th / 3.0, th * c / sn_safe)
+            hf = np.where(np.isfinite(hf), np.maximum(hf, -1e6), -1e6)
+            # b = w (1 - hf) / sin^2(theta); its limit at theta = 0 is w / 3
+            b = np.where(small, Wa / 3.0, Wa * (1.0 - hf) / (sn_safe * sn_safe))
         b = np.where(np.isfinite(b), b, 0.0)
         M = np.matmul((Pa * b[..., None]).transpose(0, 2, 1), Pa)  # sum b p p^T
         q = np.einsum("kn,knd->kd", b * c, Pa)

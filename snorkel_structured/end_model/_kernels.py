@@ -298,18 +298,22 @@ def nystroem_system(
     Returns the system, the map N (m, r) and, if ``keep_features``, Phi (n, r).
     """
     N = nystroem_map(kernel_matrix(landmarks, landmarks, kernel, gamma))
-    r, k = N.shape[1], W.shape[1]
-    G = np.zeros((r, r))
-    B = np.zeros((r, k))
+    m, r, k = landmarks.shape[0], N.shape[1], W.shape[1]
+    # Phi^T Phi = N^T (K_Zn K_nZ) N: accumulating K_Zn K_nZ (one symmetric rank-k
+    # update per block, BLAS syrk) halves the work of forming Phi block by block.
+    C = np.zeros((m, m))
+    KW = np.zeros((m, k))
     WtW = np.zeros((k, k))
     Phi = np.empty((X.shape[0], r)) if keep_features else None
-    for sl in iter_blocks(X.shape[0], landmarks.shape[0]):
-        F = kernel_matrix(X[sl], landmarks, kernel, gamma) @ N
-        G += F.T @ F
-        B += F.T @ W[sl]
+    for sl in iter_blocks(X.shape[0], m):
+        Kb = kernel_matrix(X[sl], landmarks, kernel, gamma)
+        C += Kb.T @ Kb
+        KW += Kb.T @ W[sl]
         WtW += W[sl].T @ W[sl]
         if Phi is not None:
-            Phi[sl] = F
+            Phi[sl] = Kb @ N
+    G = N.T @ C @ N
+    B = N.T @ KW
     s, V = np.linalg.eigh((G + G.T) / 2.0)
     s = np.maximum(s, 0.0)
     C = V.T @ B  # coordinates of Phi^T W on the eigenbasis

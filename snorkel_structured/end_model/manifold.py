@@ -383,8 +383,10 @@ class KernelManifoldRegressor(PersistenceMixin, BaseEstimator):
             pts = self.targets_[idx].reshape(len(Xc), -1, D)  # (c, k * m, D)
             wts = (kept[:, :, None] * self.beta_[None, None, :]).reshape(len(Xc), -1)
             absent = np.isnan(pts[..., 0])
-            wts = np.where(absent | (wts < 0), 0.0, wts)
-            pts = np.where(absent[..., None], filler, pts)
+            wts = np.maximum(wts, 0.0)
+            if absent.any():
+                wts[absent] = 0.0
+                pts[absent] = filler
             parts.append(
                 frechet_means(
                     self.space, pts, wts, tol=self.tol, max_iter=self.max_iter
