@@ -138,7 +138,7 @@ def run_accuracy(args, part):
                     singular = str(exc)
                     W = None
             res = {"seed": seed}
-            km = dict(nu=args.nu)
+            km = dict(nu=args.nu, gamma=args.gamma)
             if W is not None:
                 z = W["pseudolabel"].to_numpy()
                 res["pseudolabel_acc"] = float(np.mean(z == Ytr))
@@ -173,6 +173,7 @@ def run_accuracy(args, part):
             "n_centers": n_centers,
             "rule": args.rule,
             "nu": args.nu,
+            "gamma": args.gamma,
             "min_prior": args.min_prior,
             "params": sorted({r["params"] for r in rows}),
             "n_singular": sum(bool(r["singular"]) for r in rows),
@@ -273,6 +274,12 @@ def main():
         type=lambda v: v if v == "auto" else float(v),
         default="auto",
         help="ridge parameter of the kernel predictor, or 'auto' (GCV, the default)",
+    )
+    p.add_argument(
+        "--gamma",
+        type=lambda v: v if v in ("auto", "scale") else float(v),
+        default="auto",
+        help="RBF bandwidth: a number, 'scale' or 'auto' (GCV, the default)",
     )
     p.add_argument(
         "--min-prior",
