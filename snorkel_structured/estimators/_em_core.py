@@ -323,10 +323,12 @@ class _Problem:
         # Each LF's own vote distribution: the outlier component of the robust family
         # (``log_h`` given: estimated elsewhere, e.g. on the rows a model was fitted to).
         if log_h is None:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                log_h = np.log(
-                    self.hist / np.maximum(self.hist.sum(1, keepdims=True), 1e-300)
-                )
+            tot = self.hist.sum(1, keepdims=True)
+            # an LF that never votes gets a uniform one: a distribution all the same
+            # (its outlier component never enters the likelihood)
+            h = np.where(tot > 0, self.hist / np.maximum(tot, 1e-300), 1.0 / self.r)
+            with np.errstate(divide="ignore"):
+                log_h = np.log(h)
         self.log_h = log_h
         # Abstains, for the model where P(abstain | Y) depends on the label.
         self.abstained = (~self.voted).astype(np.float64)  # (u, m)

@@ -139,7 +139,10 @@ def _floored(est: Any, noise: Any, e_min: float) -> Any:
     if not low.any():
         return est
     e = np.where(low, e_min, est.expected_sq_dist)
-    scale = np.where(low, noise.scale_from_expected_sq_dist(e), est.noise_scale)
+    # only the floored LFs are inverted: another may sit an ulp past the family's
+    # largest E d^2 (a pure-noise LF), which the inversion would refuse
+    scale = np.array(est.noise_scale, dtype=np.float64, copy=True)
+    scale[low] = noise.scale_from_expected_sq_dist(e[low])
     return dataclasses.replace(
         est,
         noise_scale=scale,
