@@ -309,6 +309,26 @@ def test_low_rank_models_round_trip(tmp_path):
     assert fresh.n_components_ == 30 and fresh.factor_ is None
 
 
+def test_files_from_before_the_low_rank_kernels_load_as_exact_models(tmp_path):
+    # Such files have no nu_ / n_components_ (nor the low-rank attributes): simulate
+    # one by removing them before saving.
+    X, y = _ranking(100)
+    model = ss.KernelStructuredPredictor(SPACE, gamma=0.5, nu=1e-3).fit(X, y)
+    del model.nu_, model.n_components_
+    model.save(tmp_path / "old_s.model")
+    fresh = ss.KernelStructuredPredictor(SPACE).load(tmp_path / "old_s.model")
+    assert fresh.n_components_ == 0 and fresh.nu_ == 1e-3
+    np.testing.assert_array_equal(fresh.predict(X), model.predict(X))
+    sphere = ss.Sphere(2)
+    Y = sphere.projection(np.c_[X[:, :2], np.ones(100)])
+    reg = ss.KernelManifoldRegressor(sphere).fit(X, Y)
+    del reg.nu_, reg.n_components_, reg.landmarks_, reg.alpha_basis_, reg.alpha_coef_
+    reg.save(tmp_path / "old_m.model")
+    fresh = ss.KernelManifoldRegressor(sphere).load(tmp_path / "old_m.model")
+    assert fresh.n_components_ == 0 and fresh.landmarks_ is None
+    np.testing.assert_array_equal(fresh.predict(X[:10]), reg.fit(X, Y).predict(X[:10]))
+
+
 def test_scale_parameters_are_validated():
     X, y = _ranking(30)
     with pytest.raises(ValueError, match="n_components must be 'auto', None or an int"):

@@ -42,6 +42,7 @@ from snorkel_structured.end_model._kernels import (
     squared_distances,
 )
 from snorkel_structured.end_model._streaming import iter_feature_chunks
+from snorkel_structured.end_model.structured import _upgrade_exact_state
 
 __all__ = ["KernelManifoldRegressor"]
 
@@ -289,6 +290,9 @@ class KernelManifoldRegressor(PersistenceMixin, BaseEstimator):
 
     def _validate_state(self) -> None:
         """Check a loaded fitted state (for ``load``): shapes agree, arrays finite."""
+        if "n_components_" not in vars(self) and "factor_" in vars(self):
+            _upgrade_exact_state(self)  # a file from before the low-rank kernels
+            self.landmarks_ = self.alpha_basis_ = self.alpha_coef_ = None
         X = check_state_array(state_attr(self, "X_fit_"), "X_fit_", (None, None))
         n, p = X.shape
         if state_int(self, "n_features_in_", low=1) != p:

@@ -81,6 +81,17 @@ def _check_labels(y: Any, r: int, n: int, name: str = "y") -> np.ndarray:
     return out
 
 
+def _upgrade_exact_state(model: Any) -> None:
+    """Files written before the low-rank kernels (issue 15) hold an exact solve and
+    no ``n_components_`` / ``nu_``: fill them in (0, and the saved ``nu``)."""
+    state = vars(model)
+    if "n_components_" in state or "X_fit_" not in state:
+        return
+    model.n_components_ = 0
+    if "nu_" not in state and not isinstance(model.nu, str):
+        model.nu_ = model.nu
+
+
 class KernelStructuredPredictor(PersistenceMixin, BaseEstimator):
     """Kernel ridge structured prediction over a finite label space, noise-aware.
 
@@ -292,6 +303,7 @@ class KernelStructuredPredictor(PersistenceMixin, BaseEstimator):
 
     def _validate_state(self) -> None:
         """Check a loaded fitted state (for ``load``): shapes agree, arrays finite."""
+        _upgrade_exact_state(self)
         r = len(self.space)
         X = check_state_array(state_attr(self, "X_fit_"), "X_fit_", (None, None))
         n, p = X.shape
