@@ -68,3 +68,59 @@ def test_readme_example_runs_and_its_claims_hold():
         if p >= 0.05
     ]
     assert list(scope["weights"].columns) == ["pseudolabel"] + [str(y) for y in heavy]
+
+
+def _quick_start():
+    section = README.read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+    return section, [line for line in block.splitlines() if line.strip()]
+
+
+def test_quick_start_is_two_command_lines_that_parse():
+    import shlex
+    import tomllib
+
+    from snorkel_structured.experiments import cli
+
+    _, lines = _quick_start()
+    assert len(lines) == 2, lines
+    extras = tomllib.loads((README.parent / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    for line in lines:
+        for command in line.split("&&"):
+            words = shlex.split(command)
+            if words[:2] == ["pip", "install"]:
+                extra = re.fullmatch(r"-e\s*\.\[(\w+)\]", " ".join(words[2:]))
+                assert extra and extra.group(1) in extras, command
+            elif words[0] == "snorkel-structured":
+                args = cli.build_parser().parse_args(words[1:])
+                assert args.command == "reproduce" and args.quick
+    assert "pytest" in lines[1] and "[test]" in lines[1]
+
+
+def test_quick_start_states_the_same_time_as_help():
+    from snorkel_structured.experiments import cli
+
+    section, _ = _quick_start()
+    seconds = int(re.search(r"about (\d+) s on\s+2 cores", section).group(1))
+    assert seconds == cli.QUICK_SECONDS
+    sub = cli.build_parser()._subparsers._group_actions[0].choices["reproduce"]
+    assert f"about {seconds} s on 2 cores" in " ".join(sub.format_help().split())
+
+
+def test_torch_cpu_build_is_documented_as_optional():
+    section, _ = _quick_start()
+    assert (
+        "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
+        in section
+    )
+    assert "optional" in section
+
+
+def test_tutorial_links_exist():
+    text = README.read_text()
+    links = re.findall(r"\]\((tutorials/[^)]+)\)", text)
+    assert {Path(x).suffix for x in links} == {".ipynb", ".py"}
+    for link in links:
+        assert (README.parent / link).exists(), link

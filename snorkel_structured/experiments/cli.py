@@ -28,8 +28,9 @@ EXPERIMENTS = (
 )
 
 # (sizes, default seeds) for the full run and for --quick. QUICK_SECONDS: the wall time
-# of 'reproduce all --quick' measured on 2 cores (README's quick start says the same).
-QUICK_SECONDS = 45
+# of 'reproduce all --quick', measured on 2 cores (136 s and 162 s at load averages 2.4
+# to 4, of which ranking-end-model 106 s and 139 s); README's quick start says the same.
+QUICK_SECONDS = 140
 GRIDS = {
     "ranking-recovery": (
         ([1_000, 10_000, 100_000, 1_000_000], range(10)),
