@@ -11,8 +11,9 @@ decay ``--weight-decay``) with
 
 - ``clean``: cross-entropy on the true labels (the reference);
 - ``naive``: cross-entropy on the pseudolabels;
-- ``noise_aware``: ``NoiseAwareLoss()``, the unbiased Q^-1-corrected cross-entropy;
-- ``clipped``: ``NoiseAwareLoss(clip=0.0)``;
+- ``noise_aware``: ``NoiseAwareLoss(loss="cross_entropy")``, the unbiased
+  Q^-1-corrected cross-entropy;
+- ``clipped``: ``NoiseAwareLoss(loss="cross_entropy", clip=0.0)``;
 - ``clean_brier``, ``naive_brier``, ``na_brier``, ``clipped_brier``: the same four
   with ``loss="brier"`` (squared distance from the softmax to the one-hot label);
 - with ``--expected-distance``, ``na_expdist`` / ``clean_expdist``:
@@ -142,11 +143,15 @@ def run_setting(name, args, space):
         # the clean reference is trained on the same outputs
         support = np.union1d(W.attrs["support"], Ytr)
         brier = NoiseAwareLoss(loss="brier")
+        ce = NoiseAwareLoss(loss="cross_entropy")
         targets = {
-            "clean": (one_hot_weights(Ytr, support), NoiseAwareLoss()),
-            "naive": (one_hot_weights(z, support), NoiseAwareLoss()),
-            "noise_aware": (weights_tensor(W, support=support), NoiseAwareLoss()),
-            "clipped": (weights_tensor(W, support=support), NoiseAwareLoss(clip=0.0)),
+            "clean": (one_hot_weights(Ytr, support), ce),
+            "naive": (one_hot_weights(z, support), ce),
+            "noise_aware": (weights_tensor(W, support=support), ce),
+            "clipped": (
+                weights_tensor(W, support=support),
+                NoiseAwareLoss(loss="cross_entropy", clip=0.0),
+            ),
             "clean_brier": (one_hot_weights(Ytr, support), brier),
             "naive_brier": (one_hot_weights(z, support), brier),
             "na_brier": (weights_tensor(W, support=support), brier),

@@ -135,13 +135,14 @@ def test_cross_entropy_is_unbounded_below_and_clip_and_brier_are_not():
     direction = torch.tensor([[1.0, -1.0]], dtype=torch.float64)
     for scale in (10.0, 100.0, 1000.0):
         scores = scale * direction  # ever more confident in the pseudolabel
-        ce = noise_aware_loss(scores, w).item()
+        ce = noise_aware_loss(scores, w, loss="cross_entropy").item()
         assert ce < -0.1 * scale  # goes to -inf linearly in the logit gap
-        assert noise_aware_loss(scores, w, clip=0.0).item() == 0.0
-        assert noise_aware_loss(scores, w, loss="brier").item() >= -2 * 0.125
+        clipped = noise_aware_loss(scores, w, loss="cross_entropy", clip=0.0)
+        assert clipped.item() == 0.0
+        assert noise_aware_loss(scores, w).item() >= -2 * 0.125  # brier, the default
     # the clipped row gives no gradient: it stops pulling once at the clip
     scores = (10.0 * direction).requires_grad_()
-    noise_aware_loss(scores, w, clip=0.0).backward()
+    noise_aware_loss(scores, w, loss="cross_entropy", clip=0.0).backward()
     assert torch.count_nonzero(scores.grad) == 0
 
 
@@ -152,7 +153,7 @@ def test_one_hot_weights_give_the_plain_losses(rng):
     W = one_hot_weights(y, SUPPORT3, dtype=torch.float64)
     for red in ("mean", "sum", "none"):
         torch.testing.assert_close(
-            NoiseAwareLoss(reduction=red)(logits, W),
+            NoiseAwareLoss(loss="cross_entropy", reduction=red)(logits, W),
             F.cross_entropy(logits, pos, reduction=red),
         )
     p = F.softmax(logits, dim=1)
