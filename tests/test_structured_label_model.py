@@ -220,3 +220,31 @@ def test_warnings_are_emitted():
         ss.StructuredLabelModel(
             d.space, estimator="tensor", n_components=2, seed=0
         ).fit(d.L)
+
+
+def test_all_abstain_label_matrix_is_refused_clearly():
+    L = np.full((50, 3), -1)
+    with pytest.raises(ValueError, match="no votes: every labeling function abstained"):
+        ss.StructuredLabelModel(ss.Permutations(3), seed=0).fit(L)
+
+
+def test_loss_weights_pseudolabels_are_the_predictions_by_default():
+    # rule="auto" takes the MAP over Q's support unless its Q is singular or worse
+    # conditioned: the pseudolabels are then predict's labels wherever those are in
+    # the support (they were posterior draws: a few percent of rows differed)
+    data = ss.synthetic.make_ranking_data(2000, seed=0)
+    lm = ss.StructuredLabelModel(data.space, seed=0).fit(data.L, progress_bar=False)
+    w = lm.loss_weights(data.L, seed=0)
+    assert w.attrs["rule"] == "map"
+    support = np.asarray(w.attrs["support"])
+    # the MAP over the support: the support label of highest posterior
+    proba = lm.predict_proba(data.L)[:, support]
+    np.testing.assert_array_equal(
+        w["pseudolabel"].to_numpy(), support[np.argmax(proba, axis=1)]
+    )
+    pred = lm.predict(data.L)
+    in_support = np.isin(pred, support)
+    assert in_support.mean() > 0.95
+    np.testing.assert_array_equal(
+        w["pseudolabel"].to_numpy()[in_support], pred[in_support]
+    )

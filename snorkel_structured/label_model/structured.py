@@ -524,7 +524,8 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
             ``Discrete`` space it must have one positive entry per class, as in
             Snorkel; elsewhere zeros are allowed (a prior on a few labels).
         progress_bar : bool, default=True
-            Validated and unused (the fit has no epochs).
+            Show a tqdm bar over EM's starting points (estimator "mle"; the fit has
+            no epochs), as Snorkel shows one over its epochs.
         L_dev : array-like of int of shape (n_dev, n_lfs), optional
             Votes on labeled rows whose labels are ``Y_dev`` ("mle" only). They join
             the likelihood with their labels known (jointly with the unlabeled
@@ -579,7 +580,7 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
         check_prec_init_shape(options["prec_init"], stats.n_lfs)
         self._labeled = self._check_dev(L_dev, Y_dev, stats.n_lfs)
         self._dependencies = check_dependencies(dependencies, stats.n_lfs)
-        return self._fit_stats(stats, fixed, config)
+        return self._fit_stats(stats, fixed, dict(config, progress_bar=progress_bar))
 
     def _check_dev(
         self, L_dev: Any, Y_dev: Any, n_lfs: int
@@ -675,6 +676,7 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
     def _fit_stats(
         self, stats: VoteStats, fixed: np.ndarray | None, config: dict[str, Any]
     ) -> StructuredLabelModel:
+        stats.check_has_votes("L_train")
         seed = config.get("seed", self.seed)
         max_iter = check_scalar(
             config.get("max_iter", self.max_iter), "max_iter", kind="int", low=1
@@ -718,6 +720,7 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
                     tol=tol,
                     seed=rng,
                     labeled=self._labeled,
+                    progress_bar=bool(config.get("progress_bar", False)),
                     powers=(1.0, 2.0)
                     if self.noise_power == "auto"
                     else (float(self.noise_power),),
@@ -869,7 +872,7 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
     def noise_matrix(
         self,
         *,
-        rule: str = "sample",
+        rule: str = "auto",
         support: Any = None,
         min_prior: float = 0.05,
         seed: Any = None,
@@ -912,7 +915,7 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
         self,
         L: Any,
         *,
-        rule: str = "sample",
+        rule: str = "auto",
         support: Any = None,
         min_prior: float = 0.05,
         noise: NoiseMatrix | None = None,
