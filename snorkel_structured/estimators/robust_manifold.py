@@ -7,8 +7,13 @@ Model (per LF ``a``, independently given the true label ``y``)::
 ``K_a`` is the label model's isotropic noise family around ``y`` (scale ``e_a =
 E d^2(lambda_a, y)`` of the inlier part) and ``U`` a background law unrelated to
 ``y``: the uniform law on the sphere; on Euclidean and hyperbolic space (which have no
-uniform law) an isotropic Gaussian / wrapped normal around the Frechet mean of all
-votes, with their mean squared spread.
+uniform law) a heavy-tailed law around the population of labels: an isotropic
+multivariate Student t with ``BACKGROUND_DOF`` degrees of freedom (wrapped onto H^d
+through normal coordinates) whose centre and scale are those of the labels. Heavy
+tails because what "unrelated to the label" means is unknown: a Gaussian background as
+wide as the labels makes a vote far outside them (say a garbage value 10 label-spreads
+out) likelier under a wide Gaussian *inlier* law than under the background, and EM
+then swaps the roles of the two components.
 
 Responsibilities. Whether vote ``lambda_ia`` is an inlier is judged against the
 *leave-group-out* reference ``c_ia``: the weighted Frechet mean of the row's other votes
@@ -49,7 +54,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import integrate, special, stats
+from scipy import integrate, optimize, special, stats
 
 from snorkel_structured import _warnings
 from snorkel_structured.estimators._manifold_stats import (
@@ -60,7 +65,10 @@ from snorkel_structured.exceptions import IdentifiabilityWarning
 from snorkel_structured.spaces.manifolds import Euclidean, Hyperbolic, Sphere
 
 __all__ = [
+    "BACKGROUND_DOF",
+    "MAX_OUTLIER_RATE",
     "OutlierBackground",
+    "RobustFit",
     "fit_background",
     "heldout_loglik",
     "inlier_floor",
@@ -72,7 +80,10 @@ __all__ = [
 ]
 
 _ROW_CHUNK = 20_000  # rows per block: bounds the (rows, n_lfs, n_lfs, ambient) arrays
-_EPS_MAX = 0.5  # above this "outlier" and "inlier" swap roles: not identifiable
+# Above this "outlier" and "inlier" swap roles: not identifiable. A fit with every LF
+# at the cap is degenerate (``RobustFit.degenerate``).
+MAX_OUTLIER_RATE = 0.5
+_EPS_MAX = MAX_OUTLIER_RATE
 _EPS_MIN = 1e-6
 # The narrowest inlier law the votes resolve, as a fraction of E d^2 under the
 # background (the spread of the labels). LFs that are exactly right on most rows
@@ -80,6 +91,10 @@ _EPS_MIN = 1e-6
 # E d^2 to 0: infinite densities, all-or-nothing responsibilities and arbitrary
 # weights among the "noiseless" LFs.
 _RESOLUTION = 1e-4
+# Degrees of freedom of the Student t background (1: Cauchy). Any finite value gives
+# polynomial tails, so that a far vote always prefers the background to a Gaussian
+# inlier law; 1 is the most forgiving of far garbage.
+BACKGROUND_DOF = 1.0
 
 
 def _floor(expected_sq_dist: Any) -> np.ndarray:
@@ -127,11 +142,16 @@ class OutlierBackground:
 
     Attributes
     ----------
-    kind : {"uniform", "gaussian"}
-        Uniform on the sphere; isotropic Gaussian (wrapped normal on H^d) otherwise.
+    kind : {"uniform", "student_t", "gaussian"}
+        Uniform on the sphere; isotropic Student t with ``BACKGROUND_DOF`` degrees of
+        freedom (in normal coordinates at ``center`` on H^d) otherwise. ``"gaussian"``
+        (isotropic Gaussian / wrapped normal) is what models fitted before the
+        Student t background stored; it is still read.
     center : ndarray of shape (ambient_dim,) or None
     sigma2 : float
-        Per-coordinate variance of the Gaussian background (unused when uniform).
+        Per-coordinate variance of the population of labels (unused when uniform):
+        the scale of the background, and the spread of the prior vote the
+        leave-group-out references add.
     """
 
     kind: str
@@ -145,8 +165,9 @@ def fit_background(
     """The law of an outlying vote ("unrelated to the label") for ``space``.
 
     On the sphere, the uniform law. Euclidean and hyperbolic space have none, so an
-    outlying vote is modelled as a draw from the population of labels: an isotropic
-    Gaussian (wrapped normal on H^d) with the centre and spread of the rows'
+    outlying vote is modelled as a heavy-tailed draw around the population of labels:
+    an isotropic Student t (``BACKGROUND_DOF`` degrees of freedom; in normal
+    coordinates at the centre on H^d) with the centre and spread of the rows'
     inverse-variance Frechet means (the plain pseudolabels), the spread corrected for
     the pseudolabels' own error ``1 / sum_a (1 / e_a)``.
 
@@ -175,14 +196,15 @@ def fit_background(
     spread = float(np.mean(space.squared_dist(pseudo, center)))
     # never below a tenth of the raw spread: the correction is a first-order one
     sigma2 = max(spread - float(np.mean(err)), 0.1 * spread) / space.dim
-    return OutlierBackground("gaussian", center, max(sigma2, 1e-12))
+    return OutlierBackground("student_t", center, max(sigma2, 1e-12))
 
 
 def inlier_floor(space: Any, background: OutlierBackground) -> float:
     """Smallest inlier ``E d^2`` the robust model uses: a fraction of the background's.
 
     ``_RESOLUTION`` times ``E d^2`` between two independent draws' centre and a draw
-    of the background: ``dim * sigma2`` for the Gaussian (wrapped normal) background,
+    of the background: ``dim * sigma2`` (the labels' spread) for the Student t and
+    Gaussian backgrounds,
     ``E d^2`` of a uniform point from a fixed one on the sphere (1-D quadrature of the
     radial density ``sin^(dim-1) r`` over ``[0, pi]``).
 
@@ -195,14 +217,72 @@ def inlier_floor(space: Any, background: OutlierBackground) -> float:
     -------
     floor : float
     """
+    return _RESOLUTION * _background_spread(space, background)
+
+
+def _background_spread(space: Any, background: OutlierBackground) -> float:
+    """``E d^2`` from a fixed point (the centre) to a draw of the background (labels)."""
     if background.kind == "uniform":
         d = space.dim
         num = integrate.quad(lambda r: r * r * np.sin(r) ** (d - 1), 0.0, np.pi)[0]
         den = integrate.quad(lambda r: np.sin(r) ** (d - 1), 0.0, np.pi)[0]
-        spread = num / den
-    else:
-        spread = space.dim * background.sigma2
-    return _RESOLUTION * float(spread)
+        return float(num / den)
+    return float(space.dim * background.sigma2)
+
+
+# Quantile of the pair squared distances that starts the EM (see ``_robust_start``):
+# low enough that it stays among inlier-inlier pairs while they are more than half of
+# the pairs (each LF's eps below about 0.5).
+_START_QUANTILE = 0.25
+# Fewest co-voting rows for a pair to enter the robust start.
+_START_MIN_PAIRS = 10
+# An LF whose plain E d^2 exceeds this fraction of the background's spread starts the
+# EM from the robust start (``robust_em``).
+_START_SWAP = 0.5
+
+
+def _robust_start(space: Any, X: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Per-LF inlier ``E d^2`` from low quantiles of the pair distances; (n_lfs,).
+
+    Independent isotropic noise of per-coordinate variance ``e_a / dim`` makes
+    ``d^2(lambda_a, lambda_b)`` about ``(e_a + e_b) / dim`` times a chi-square with
+    ``dim`` degrees of freedom (exact on Euclidean space, to first order in the noise
+    on curved ones). Its ``_START_QUANTILE`` quantile over the rows where both voted,
+    divided by the chi-square's, estimates ``s_ab = e_a + e_b`` while most pairs are
+    inlier-inlier pairs: outlying votes, however far, move a low quantile only a
+    little, where they inflate the mean without bound. Non-negative least squares
+    over the pairs of different dependency groups gives ``e``; NaN for an LF in no
+    such pair (the caller keeps its plain value).
+    """
+    m = X.shape[1]
+    voted = ~np.isnan(X[..., 0])
+    rows, s = [], []
+    scale = space.dim / stats.chi2.ppf(_START_QUANTILE, space.dim)
+    for a in range(m):  # a loop over LF pairs (few), each vectorized over rows
+        for b in range(a + 1, m):
+            if groups[a] == groups[b]:
+                continue
+            both = voted[:, a] & voted[:, b]
+            if both.sum() < _START_MIN_PAIRS:
+                continue
+            d2 = space.squared_dist(X[both, a], X[both, b])
+            d2 = d2[np.isfinite(d2)]
+            if d2.size < _START_MIN_PAIRS:
+                continue
+            row = np.zeros(m)
+            row[[a, b]] = 1.0
+            rows.append(row)
+            s.append(scale * float(np.quantile(d2, _START_QUANTILE)))
+    e = np.full(m, np.nan)
+    if not rows:
+        return e
+    A = np.array(rows)
+    seen = A.any(axis=0)
+    # an LF seen in pairs but not identified by them (fewer than three LFs linked)
+    # still gets a value here; the min with the plain estimate keeps it sane
+    sol = optimize.nnls(A[:, seen], np.array(s))[0]
+    e[seen] = sol
+    return e
 
 
 def _log_jacobian(space: Any, r: np.ndarray) -> np.ndarray:
@@ -235,10 +315,57 @@ def _log_background(
         )
         return -log_area + _log_jacobian(space, r)
     rho2 = space.squared_dist(points, bg.center)
-    out = -rho2 / (2.0 * bg.sigma2) - 0.5 * d * np.log(2.0 * np.pi * bg.sigma2)
+    if bg.kind == "gaussian":
+        out = -rho2 / (2.0 * bg.sigma2) - 0.5 * d * np.log(2.0 * np.pi * bg.sigma2)
+    else:  # multivariate Student t
+        nu = BACKGROUND_DOF
+        out = (
+            special.gammaln(0.5 * (nu + d))
+            - special.gammaln(0.5 * nu)
+            - 0.5 * d * np.log(nu * np.pi * bg.sigma2)
+            - 0.5 * (nu + d) * np.log1p(rho2 / (nu * bg.sigma2))
+        )
     if isinstance(space, Hyperbolic):
         out = out - _log_jacobian(space, np.sqrt(rho2))
     return out + _log_jacobian(space, r)
+
+
+def _background_scale(
+    space: Any, bg: OutlierBackground, X: np.ndarray, weight: np.ndarray
+) -> OutlierBackground:
+    """M-step of the Student t background's scale from the outlying votes.
+
+    One fixed-point step of the t scale's maximum likelihood (the EM of the t as a
+    Gaussian scale mixture): ``sigma2 = sum w u rho^2 / (dim sum w)`` with
+    ``u = (nu + dim) / (nu + rho^2 / sigma2)``, ``rho`` the distance of a vote to the
+    centre and ``w`` its outlier probability. Never below the labels' spread (the
+    starting ``sigma2``): the background stays at least as wide as the labels, and
+    without outlying votes it keeps that spread. Other kinds are returned unchanged.
+
+    Parameters
+    ----------
+    space : Euclidean or Hyperbolic
+    bg : OutlierBackground
+        The current background; its ``sigma2`` is the lower bound... (see above).
+    X : ndarray of shape (n_samples, n_lfs, ambient_dim)
+    weight : ndarray of shape (n_samples, n_lfs)
+        Outlier probability of each vote (0 for abstains).
+    """
+    if bg.kind != "student_t":
+        return bg
+    ok = (weight > 0) & ~np.isnan(X[..., 0])
+    if not ok.any():
+        return bg
+    rho2 = space.squared_dist(X[ok], bg.center)
+    w = weight[ok]
+    fin = np.isfinite(rho2)
+    rho2, w = rho2[fin], w[fin]
+    if not w.sum() > 0:
+        return bg
+    nu, d = BACKGROUND_DOF, space.dim
+    u = (nu + d) / (nu + rho2 / bg.sigma2)
+    sigma2 = float(np.sum(w * u * rho2) / (d * np.sum(w)))
+    return OutlierBackground(bg.kind, bg.center, sigma2)
 
 
 def _log_inlier(space: Any, r2: np.ndarray, tau2: np.ndarray) -> np.ndarray:
@@ -251,12 +378,13 @@ def _loo_references(
     weights: np.ndarray,
     e: np.ndarray,
     groups: np.ndarray,
-    background: OutlierBackground | None = None,
+    prior: OutlierBackground | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Leave-group-out weighted means and their error variances, all rows at once.
 
-    With a Gaussian ``background`` (the population of labels on Euclidean and
-    hyperbolic space) its centre enters as one more vote with ``E d^2 = dim sigma2``:
+    With a Student t or Gaussian ``prior`` (the population of labels on Euclidean and
+    hyperbolic space) its centre enters as one more vote with ``E d^2 = dim sigma2``
+    (the labels' spread):
     the predictive law of a vote given the others then accounts for where labels lie,
     so the plain model is not penalized for ignoring it.
 
@@ -292,9 +420,9 @@ def _loo_references(
         has = tot > 0
         num = np.einsum("kab,kbd->kad", W, T)
         var_num = (W * W * e).sum(axis=-1)
-        if background is not None and background.kind == "gaussian":
-            e_bg = space.dim * background.sigma2
-            t_bg = space.log(np.broadcast_to(background.center, z.shape), z)
+        if prior is not None and prior.kind != "uniform":
+            e_bg = space.dim * prior.sigma2
+            t_bg = space.log(np.broadcast_to(prior.center, z.shape), z)
             num = num + t_bg[:, None, :] / e_bg
             var_num = var_num + 1.0 / e_bg
             tot = tot + 1.0 / e_bg
@@ -336,6 +464,33 @@ def _responsibilities(space, X, ref, v, e, eps, bg):
     return np.where(voted, resp, 0.0), has_ref, li, lo
 
 
+def _pair_responsibilities(space, X, e, eps, bg, groups):
+    """Starting responsibilities: how well each vote agrees with its best partner; (n, m).
+
+    The fixed point of responsibilities and references started from "every vote is an
+    inlier" is masked by outliers: on a row with two far outliers out of four votes
+    the inliers' references are dragged away, the inliers look outlying, and the row
+    can settle with an outlier as its only "inlier". Here each vote is judged against
+    every other vote ``b`` of another dependency group alone (reference ``lambda_b``,
+    reference variance ``e_b``), and keeps its largest responsibility: a vote that
+    agrees with at least one other vote starts as an inlier, one that agrees with none
+    starts as an outlier. A vote with no partner gets the prior ``1 - eps_a``.
+    """
+    n, m, _ = X.shape
+    voted = ~np.isnan(X[..., 0])
+    best = np.full((n, m), -np.inf)
+    for b in range(m):  # a loop over LFs (few), each vectorized over rows and LFs
+        partner = voted[:, b][:, None] & voted & (groups != groups[b])[None, :]
+        if not partner.any():
+            continue
+        ref = np.where(partner[..., None], X[:, b][:, None, :], np.nan)
+        v = np.broadcast_to(e[b], partner.shape)
+        r_b, has_ref, _, _ = _responsibilities(space, X, ref, v, e, eps, bg)
+        best = np.where(has_ref, np.maximum(best, r_b), best)
+    r0 = np.where(np.isfinite(best), best, (1.0 - eps)[None, :])
+    return np.where(voted, r0, 0.0)
+
+
 def robust_responsibilities(
     space: Any,
     X: np.ndarray,
@@ -345,6 +500,7 @@ def robust_responsibilities(
     background: OutlierBackground,
     weights: np.ndarray,
     groups: np.ndarray,
+    prior: OutlierBackground | None = None,
     max_iter: int = 30,
     tol: float = 1e-4,
 ) -> np.ndarray:
@@ -359,11 +515,16 @@ def robust_responsibilities(
         Inlier ``E d^2(lambda_a, y)``.
     outlier_rate : ndarray of shape (n_lfs,)
     background : OutlierBackground
+        The law of an outlying vote.
     weights : ndarray of shape (n_lfs,)
         Combination weights of the votes (before responsibilities).
     groups : ndarray of shape (n_lfs,)
         Dependency group of each LF (connected components of the declared pairs,
         ``label_model._dependency_groups.dependency_groups``).
+    prior : OutlierBackground, optional
+        The population of labels, whose centre the leave-group-out references add as
+        a vote (``RobustFit.prior``); default ``background`` (models fitted before
+        the background's scale was estimated, when the two were one).
     max_iter : int, default=30
     tol : float, default=1e-4
         Stop when no responsibility moves by more than ``tol``.
@@ -375,10 +536,17 @@ def robust_responsibilities(
     """
     e = _floor(expected_sq_dist)
     eps = np.clip(np.asarray(outlier_rate, dtype=np.float64), _EPS_MIN, 1 - _EPS_MIN)
-    voted = ~np.isnan(X[..., 0])
-    r = voted.astype(np.float64)
+    prior = background if prior is None else prior
+    # The references add the prior vote with weight 1 / E d^2 (an inverse variance):
+    # the votes' weights must be on that scale too. ``weights`` (e.g. ``weights_``,
+    # summing to 1) are rescaled to the votes' total precision sum_a 1 / e_a;
+    # otherwise the prior vote outweighs them and every reference is pulled to the
+    # centre of the labels, where a label-like outlier looks like an inlier.
+    w = np.asarray(weights, dtype=np.float64)
+    w = w * (np.sum(1.0 / e) / np.sum(w))
+    r = _pair_responsibilities(space, X, e, eps, background, groups)
     for it in range(max_iter):
-        ref, v = _loo_references(space, X, weights[None, :] * r, e, groups, background)
+        ref, v = _loo_references(space, X, w[None, :] * r, e, groups, prior)
         r_new = _responsibilities(space, X, ref, v, e, eps, background)[0]
         done = np.max(np.abs(r_new - r), initial=0.0) < tol
         r = r_new if it == 0 else 0.5 * (r + r_new)  # damped, as in robust_em
@@ -396,6 +564,7 @@ def robust_frechet_mean(
     background: OutlierBackground,
     weights: np.ndarray,
     groups: np.ndarray,
+    prior: OutlierBackground | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Robust weighted Frechet mean: weights ``w_a r_ia`` at the responsibilities' fixed point.
 
@@ -415,6 +584,7 @@ def robust_frechet_mean(
         background=background,
         weights=weights,
         groups=groups,
+        prior=prior,
     )
     voted = ~np.isnan(X[..., 0])
     # a row whose every vote looks like an outlier still gets a pseudolabel
@@ -439,8 +609,12 @@ class RobustFit:
         Inlier noise estimate (scales, ``E d^2`` of the inlier part).
     outlier_rate : ndarray of shape (n_lfs,)
     background : OutlierBackground
+        The law of an outlying vote, its scale estimated from the outlying votes.
     n_iter : int
     converged : bool
+    prior : OutlierBackground
+        The population of labels (the background as given): the prior vote of the
+        leave-group-out references.
     """
 
     estimate: Any
@@ -448,6 +622,12 @@ class RobustFit:
     background: OutlierBackground
     n_iter: int
     converged: bool
+    prior: OutlierBackground
+
+    @property
+    def degenerate(self) -> bool:
+        """Every LF's outlier rate at the cap ``_EPS_MAX``: the components swapped."""
+        return bool(np.all(self.outlier_rate >= _EPS_MAX * (1.0 - 1e-9)))
 
 
 def robust_em(
@@ -489,19 +669,30 @@ def robust_em(
     """
     if background is None:
         background = fit_background(space, X, init.expected_sq_dist)
-    bg = background
-    voted = ~np.isnan(X[..., 0])
+    prior = bg = background
     est = init
+    # The plain estimate reads every outlying vote as noise. With outliers far wider
+    # than the labels (say N(0, 10^2) votes, labels of spread 1) its E d^2 exceeds the
+    # background's spread: the "inlier" law is then the wider of the two components
+    # and EM settles on the swapped solution (far votes as inliers, every eps at the
+    # cap). Those LFs start instead from inlier scales the outliers cannot inflate.
+    # The others keep the plain start: on discrete-valued labels a low quantile reads
+    # an LF that is often one unit off as "exact, with many outliers", another local
+    # optimum of the mixture that predicts worse.
     e = _floor(est.expected_sq_dist)
+    swapped = e > _START_SWAP * _background_spread(space, bg)
+    if swapped.any():
+        e = np.where(swapped, np.fmin(e, _robust_start(space, X, groups)), e)
+    e = np.maximum(e, inlier_floor(space, bg))
     m = X.shape[1]
     eps = np.full(m, 0.05)
     converged = False
     it = 0
-    r = voted.astype(np.float64)
+    r = _pair_responsibilities(space, X, e, eps, bg, groups)
     for it in range(1, max_iter + 1):  # noqa: B007
         # references weighted by the previous responsibilities: an outlier on the row
         # must not make the others look far
-        ref, v = _loo_references(space, X, r / e, e, groups, bg)
+        ref, v = _loo_references(space, X, r / e, e, groups, prior)
         r_new, has_ref, _, _ = _responsibilities(space, X, ref, v, e, eps, bg)
         # damped: the references lag the responsibilities by one step, and the
         # undamped map can settle into a two-cycle; the fixed point is unchanged
@@ -518,6 +709,12 @@ def robust_em(
             den = den + vd.sum(axis=0)
             dev_stats = LabeledManifoldStats._from_checked(Xd, Yd, space, rd)
         eps_new = np.clip(num / np.maximum(den, 1.0), _EPS_MIN, _EPS_MAX)
+        # the background's scale from the votes it explains, never below the labels'
+        # spread: outliers much wider than the labels (garbage values) are then
+        # scored by a background as wide as they are, not as wide as the labels
+        # (which reads every inlier in the labels' range as a possible outlier)
+        fitted = _background_scale(space, bg, X, (1.0 - r) * has_ref)
+        bg = OutlierBackground(bg.kind, bg.center, max(fitted.sigma2, prior.sigma2))
         stats = ManifoldStats._from_checked(X, space, row_weights=r)
         with _warnings.captured(IdentifiabilityWarning):
             est = estimate(stats, dev_stats)
@@ -530,7 +727,7 @@ def robust_em(
         if delta < tol:
             converged = True
             break
-    return RobustFit(est, eps, bg, it, converged)
+    return RobustFit(est, eps, bg, it, converged, prior)
 
 
 def heldout_loglik(
@@ -541,12 +738,13 @@ def heldout_loglik(
     outlier_rate: np.ndarray | None,
     background: OutlierBackground,
     groups: np.ndarray,
+    prior: OutlierBackground | None = None,
 ) -> np.ndarray:
     """Per-row predictive pseudo-log-likelihood ``sum_a log p(lambda_ia | other votes)``.
 
     Parameters
     ----------
-    space, X, expected_sq_dist, background, groups
+    space, X, expected_sq_dist, background, groups, prior
         As in :func:`robust_responsibilities`.
     outlier_rate : ndarray of shape (n_lfs,) or None
         ``None`` scores the plain model (Gaussian inlier law only).
@@ -558,8 +756,9 @@ def heldout_loglik(
     """
     e = _floor(expected_sq_dist)
     voted = ~np.isnan(X[..., 0])
+    prior = background if prior is None else prior
     if outlier_rate is None:
-        ref, v = _loo_references(space, X, voted / e, e, groups, background)
+        ref, v = _loo_references(space, X, voted / e, e, groups, prior)
         eps = np.full(e.shape, _EPS_MIN)
         _, has_ref, li, _ = _responsibilities(space, X, ref, v, e, eps, background)
         ll = li - np.log1p(-eps)[None, :]
@@ -582,8 +781,9 @@ def heldout_loglik(
                 background=background,
                 weights=1.0 / e,
                 groups=groups,
+                prior=prior,
             )
-            ref, v = _loo_references(space, X, r / e, e, groups, background)
+            ref, v = _loo_references(space, X, r / e, e, groups, prior)
             _, h, li, lo = _responsibilities(space, X, ref, v, e, eps, background)
             ll[:, members] = np.logaddexp(li, lo)[:, members]
             has_ref[:, members] = h[:, members]

@@ -35,6 +35,7 @@ from snorkel_structured.estimators._manifold_stats import (
     ManifoldStats,
 )
 from snorkel_structured.estimators.robust_manifold import (
+    MAX_OUTLIER_RATE,
     OutlierBackground,
     fit_background,
     heldout_loglik,
@@ -50,6 +51,7 @@ from snorkel_structured.estimators.triplet import (
     triplet_estimate,
     uws_estimate,
 )
+from snorkel_structured.exceptions import ConvergenceWarning
 from snorkel_structured.label_model._dependency_groups import (
     check_dependencies,
     dependency_groups,
@@ -379,10 +381,14 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
         state_attr(self, "noise_model_", dict)
         robust = state_attr(self, "_robust_params", (dict, type(None)))
         if robust is not None:
-            if set(robust) != {"expected_sq_dist", "outlier_rate", "background"}:
+            # "prior" (the population of labels, apart from the outlier law) is new;
+            # models saved without it used the background for both
+            keys = {"expected_sq_dist", "outlier_rate", "background"}
+            if set(robust) not in (keys, keys | {"prior"}):
                 raise ValueError(
                     "the fitted attribute _robust_params must have the keys "
-                    f"expected_sq_dist, outlier_rate, background; got {sorted(robust)}."
+                    "expected_sq_dist, outlier_rate, background (and optionally "
+                    f"prior); got {sorted(robust)}."
                 )
             check_state_array(
                 robust["expected_sq_dist"], "_robust_params['expected_sq_dist']", (m,)
@@ -394,11 +400,12 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
                 low=0,
                 high=1,
             )
-            if not isinstance(robust["background"], OutlierBackground):
-                raise ValueError(
-                    "the fitted attribute _robust_params['background'] must be an "
-                    f"OutlierBackground; got {type(robust['background']).__name__}."
-                )
+            for key in ("background", "prior"):
+                if key in robust and not isinstance(robust[key], OutlierBackground):
+                    raise ValueError(
+                        f"the fitted attribute _robust_params[{key!r}] must be an "
+                        f"OutlierBackground; got {type(robust[key]).__name__}."
+                    )
 
     def _stats(self, X: Any, n_lfs: int | None = None) -> ManifoldStats:
         to_stats = functools.partial(
@@ -636,9 +643,13 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
                     screen={"far_votes": far, "votes": n_votes, "p_value": p_far},
                 )
                 if p_far < SCREEN_LEVEL:
-                    gain, se = self._heldout_gain(sel, noise, deps, groups, rng)
+                    gain, se, swapped = self._heldout_gain(
+                        sel, noise, deps, groups, rng
+                    )
                     info.update(heldout_gain=gain, heldout_se=se)
-                    fit_robust = gain > 2.0 * se
+                    if swapped:
+                        info["robust_degenerate"] = True
+                    fit_robust = gain > 2.0 * se and not swapped
                 else:  # no more improbable votes than chance: nothing to model
                     fit_robust = False
             else:
@@ -647,6 +658,23 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
                     info["criterion"] = "forced"
             if fit_robust:
                 robust_fit = self._robust_fit(rows, noise, deps, groups, plain, dev)
+                if robust_fit.degenerate:
+                    # Every LF's outlier rate at the cap: "inlier" and "outlier" have
+                    # swapped roles (the fit explains the votes by the background and
+                    # a wide "inlier" law), not a model of the data to choose.
+                    info["robust_degenerate"] = True
+                    if self.robust is True:
+                        _warnings.warn(
+                            "The robust fit is degenerate: every LF's outlier rate "
+                            f"ended at the cap {MAX_OUTLIER_RATE:g}, i.e. the inlier and "
+                            "outlier components swapped roles. Its pseudolabels are "
+                            "unreliable; use robust='auto' (which then keeps the "
+                            "plain model) or robust=False.",
+                            ConvergenceWarning,
+                            stacklevel=3,
+                        )
+                    else:
+                        robust_fit = None
         if robust_fit is None and self.robust is True:
             raise ValueError(  # pragma: no cover - _robust_fit raises first
                 "The robust model could not be fitted."
@@ -657,6 +685,7 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
                 "expected_sq_dist": robust_fit.estimate.expected_sq_dist,
                 "outlier_rate": robust_fit.outlier_rate,
                 "background": robust_fit.background,
+                "prior": robust_fit.prior,
             }
             candidates.append(("robust", robust_fit.estimate, rob))
         if self.robust is True:
@@ -717,8 +746,14 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
             max_iter=max_iter,
         )
 
-    def _heldout_gain(self, rows, noise, deps, groups, rng) -> tuple[float, float]:
-        """Two-fold held-out per-row log-likelihood gain of robust over plain."""
+    def _heldout_gain(
+        self, rows, noise, deps, groups, rng
+    ) -> tuple[float, float, bool]:
+        """Two-fold held-out per-row log-likelihood gain of robust over plain.
+
+        Returns ``(gain, standard error, degenerate)``; ``degenerate`` when a fold's
+        robust fit ended with every outlier rate at the cap (then not chosen).
+        """
         n = rows.shape[0]
         fold = np.zeros(n, dtype=bool)
         fold[rng.permutation(n)[: n // 2]] = True
@@ -733,8 +768,9 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
                         train, noise, deps, groups, plain, None, SELECT_MAX_ITER
                     )
             except ValueError:
-                return -np.inf, 0.0
-            bg = rob.background
+                return -np.inf, 0.0, False
+            if rob.degenerate:
+                return -np.inf, 0.0, True
             try:
                 with _warnings.captured(), np.errstate(all="ignore"):
                     ll_p = heldout_loglik(
@@ -742,7 +778,7 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
                         test,
                         expected_sq_dist=plain.expected_sq_dist,
                         outlier_rate=None,
-                        background=bg,
+                        background=rob.prior,
                         groups=groups,
                     )
                     ll_r = heldout_loglik(
@@ -750,17 +786,18 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
                         test,
                         expected_sq_dist=rob.estimate.expected_sq_dist,
                         outlier_rate=rob.outlier_rate,
-                        background=bg,
+                        background=rob.background,
+                        prior=rob.prior,
                         groups=groups,
                     )
             except ValueError:
-                return -np.inf, 0.0
+                return -np.inf, 0.0, False
             diffs.append(ll_r - ll_p)
         d = np.concatenate(diffs)
         d = d[np.isfinite(d)]
         if d.size < 2:
-            return 0.0, np.inf
-        return float(d.mean()), float(d.std(ddof=1) / np.sqrt(d.size))
+            return 0.0, np.inf, False
+        return float(d.mean()), float(d.std(ddof=1) / np.sqrt(d.size)), False
 
     # --- prediction -------------------------------------------------------------------
     def responsibilities(self, X: Any) -> np.ndarray:
