@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from snorkel_structured import (
+    ConvergenceWarning,
     Euclidean,
     Hyperbolic,
     IdentifiabilityWarning,
@@ -13,6 +14,11 @@ from snorkel_structured import (
     Sphere,
 )
 from snorkel_structured.estimators._manifold_stats import ManifoldStats
+from snorkel_structured.estimators.robust_manifold import (
+    MAX_OUTLIER_RATE,
+    fit_background,
+    robust_frechet_mean,
+)
 from snorkel_structured.estimators.triplet import triplet_estimate
 from snorkel_structured.synthetic_manifold import make_manifold_data
 
@@ -268,3 +274,101 @@ def test_auto_keeps_plain_when_noise_is_wide_against_curvature():
     assert lm.noise_model_ == {"criterion": "noise_too_wide", "family": "plain"}
     plain = ManifoldLabelModel(h, robust=False).fit(d.X)
     np.testing.assert_array_equal(lm.noise_scale_, plain.noise_scale_)
+
+
+def _wide_outliers(n, eps, seed, noise_scale=(0.05, 0.1, 0.2, 0.1)):
+    """Euclidean(2) labels of spread 1; each vote replaced with probability ``eps`` by
+    a N(0, 10^2) point: outliers ten label-spreads wide (garbage values), far wider
+    than the population of labels the background is fitted to."""
+    e2 = Euclidean(2)
+    d = make_manifold_data(n, space=e2, noise_scale=list(noise_scale), seed=seed)
+    rng = np.random.default_rng(seed)
+    X = d.X.copy()
+    out = rng.random(X.shape[:2]) < eps
+    X[out] = rng.normal(scale=10.0, size=(out.sum(), 2))
+    return e2, d, X, out
+
+
+def test_outliers_wider_than_the_labels_are_recovered_not_swapped():
+    # Regression: the robust EM started from the plain E d^2 (inflated to ~20 by the
+    # outliers, wider than the Gaussian background of the labels), swapped the roles
+    # of the components and ended with E d^2 ~ 60 and every eps at the cap 0.5.
+    e2, d, X, out = _wide_outliers(2000, 0.1, seed=0)
+    lm = ManifoldLabelModel(e2, seed=0).fit(X)
+    assert lm.noise_model_["family"] == "robust"
+    assert not lm.noise_model_.get("robust_degenerate", False)
+    np.testing.assert_allclose(lm.expected_sq_dist_, d.expected_sq_dist, rtol=0.15)
+    np.testing.assert_allclose(lm.outlier_rate_, out.mean(axis=0), atol=0.03)
+    plain = ManifoldLabelModel(e2, robust=False).fit(X)
+    err = np.mean(e2.dist(lm.predict(X), d.Y) ** 2)
+    err_plain = np.mean(e2.dist(plain.predict(X), d.Y) ** 2)
+    # the oracle: inverse-variance mean of the true inliers with the true E d^2
+    w = np.where(out, 0.0, 1.0 / d.expected_sq_dist)
+    oracle = np.nanmean(e2.dist(e2.frechet_mean(X, w), d.Y) ** 2)
+    assert err < 0.05 * err_plain
+    assert err < 1.3 * oracle
+
+
+def test_auto_never_keeps_a_degenerate_robust_fit():
+    # 60% of every LF's votes are garbage: beyond the identifiable limit, so the
+    # robust fit ends with every outlier rate at the cap (the components swapped)
+    e2, d, X, _ = _wide_outliers(
+        2000, 0.6, seed=1, noise_scale=(0.01, 0.02, 0.04, 0.02)
+    )
+    with pytest.warns(ConvergenceWarning, match="robust fit is degenerate"):
+        forced = ManifoldLabelModel(e2, robust=True, seed=0).fit(X)
+    np.testing.assert_array_equal(forced.outlier_rate_, MAX_OUTLIER_RATE)
+    assert forced.noise_model_["robust_degenerate"]
+    plain = ManifoldLabelModel(e2, robust=False).fit(X)
+    for kw in ({}, {"X_dev": X[:100], "Y_dev": d.Y[:100]}):
+        lm = ManifoldLabelModel(e2, seed=0).fit(X, **kw)
+        assert lm.noise_model_["family"] == "plain"
+        assert lm.noise_model_["robust_degenerate"]
+        np.testing.assert_array_equal(lm.outlier_rate_, 0.0)
+        if not kw:  # the same model as robust=False
+            np.testing.assert_array_equal(lm.expected_sq_dist_, plain.expected_sq_dist_)
+
+
+def test_robust_mean_does_not_depend_on_the_scale_of_the_weights():
+    # The references add the labels' centre as a vote weighted by an inverse
+    # variance; the votes' weights (weights_ sums to 1) must be put on that scale,
+    # or the centre outweighs them and label-like outliers pass as inliers.
+    e2, d, X, _ = _wide_outliers(500, 0.2, seed=2)
+    lm = ManifoldLabelModel(e2, robust=True, seed=0).fit(X)
+    bg = fit_background(e2, X, lm.expected_sq_dist_)
+    means = [
+        robust_frechet_mean(
+            e2,
+            X,
+            expected_sq_dist=lm.expected_sq_dist_,
+            outlier_rate=lm.outlier_rate_,
+            background=bg,
+            weights=c * lm.weights_,
+            groups=lm.groups_,
+        )[0]
+        for c in (1.0, 1000.0)
+    ]
+    np.testing.assert_allclose(means[0], means[1], atol=1e-8)
+
+
+def test_auto_tries_robust_on_curved_space_when_only_outliers_are_wide():
+    # Hyperbolic, small inlier noise, 10% of votes thrown ~2 curvature radii away:
+    # the plain E d^2 / dim exceeds MAX_CURVED_VARIANCE only because of the outliers;
+    # the quantile estimate of the inlier scales lets "auto" fit the robust model.
+    h = Hyperbolic(2)
+    d = make_manifold_data(1500, space=h, noise_scale=[0.02, 0.05, 0.1, 0.05], seed=0)
+    rng = np.random.default_rng(1)
+    X = d.X.copy()
+    out = rng.random(X.shape[:2]) < 0.1
+    tang = np.zeros(X.shape)
+    tang[..., 1:] = rng.normal(scale=2.0, size=X.shape[:2] + (2,))
+    junk = h.exp(tang, np.broadcast_to(h.origin, X.shape))
+    X[out] = junk[out]
+    plain = ManifoldLabelModel(h, robust=False).fit(X)
+    assert np.max(plain.expected_sq_dist_) / h.dim > 1.0
+    lm = ManifoldLabelModel(h, seed=0).fit(X)
+    assert lm.noise_model_["family"] == "robust"
+    np.testing.assert_allclose(lm.expected_sq_dist_, d.expected_sq_dist, rtol=0.25)
+    np.testing.assert_allclose(lm.outlier_rate_, out.mean(axis=0), atol=0.03)
+    err = np.mean(h.dist(lm.predict(X), d.Y) ** 2)
+    assert err < 0.5 * np.mean(h.dist(plain.predict(X), d.Y) ** 2)

@@ -73,6 +73,7 @@ __all__ = [
     "heldout_loglik",
     "inlier_floor",
     "outlier_screen",
+    "quantile_sq_dist",
     "robust_em",
     "robust_frechet_mean",
     "robust_responsibilities",
@@ -230,7 +231,7 @@ def _background_spread(space: Any, background: OutlierBackground) -> float:
     return float(space.dim * background.sigma2)
 
 
-# Quantile of the pair squared distances that starts the EM (see ``_robust_start``):
+# Quantile of the pair squared distances that starts the EM (see ``quantile_sq_dist``):
 # low enough that it stays among inlier-inlier pairs while they are more than half of
 # the pairs (each LF's eps below about 0.5).
 _START_QUANTILE = 0.25
@@ -241,8 +242,20 @@ _START_MIN_PAIRS = 10
 _START_SWAP = 0.5
 
 
-def _robust_start(space: Any, X: np.ndarray, groups: np.ndarray) -> np.ndarray:
+def quantile_sq_dist(space: Any, X: np.ndarray, groups: np.ndarray) -> np.ndarray:
     """Per-LF inlier ``E d^2`` from low quantiles of the pair distances; (n_lfs,).
+
+    Parameters
+    ----------
+    space : Euclidean, Sphere or Hyperbolic
+    X : ndarray of shape (n_samples, n_lfs, ambient_dim)
+        Checked LF outputs (NaN = abstain).
+    groups : ndarray of shape (n_lfs,)
+        Dependency group of each LF.
+
+    Returns
+    -------
+    e : ndarray of shape (n_lfs,)
 
     Independent isotropic noise of per-coordinate variance ``e_a / dim`` makes
     ``d^2(lambda_a, lambda_b)`` about ``(e_a + e_b) / dim`` times a chi-square with
@@ -682,7 +695,7 @@ def robust_em(
     e = _floor(est.expected_sq_dist)
     swapped = e > _START_SWAP * _background_spread(space, bg)
     if swapped.any():
-        e = np.where(swapped, np.fmin(e, _robust_start(space, X, groups)), e)
+        e = np.where(swapped, np.fmin(e, quantile_sq_dist(space, X, groups)), e)
     e = np.maximum(e, inlier_floor(space, bg))
     m = X.shape[1]
     eps = np.full(m, 0.05)

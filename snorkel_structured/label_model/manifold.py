@@ -41,6 +41,7 @@ from snorkel_structured.estimators.robust_manifold import (
     heldout_loglik,
     inlier_floor,
     outlier_screen,
+    quantile_sq_dist,
     robust_em,
     robust_frechet_mean,
     robust_responsibilities,
@@ -601,9 +602,18 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
         # small against the curvature radius (1). Beyond it (e.g. the paper's
         # hyperbolic setup, tangent variance up to 5) plain data look outlying and
         # the robust fit is slow and meaningless, so "auto" keeps the plain model.
-        too_wide = isinstance(self.space, (Sphere, Hyperbolic)) and bool(
-            np.max(plain.expected_sq_dist) / self.space.dim > MAX_CURVED_VARIANCE
-        )
+        # The inlier noise is what counts: outlying votes inflate the plain E d^2
+        # without bound, so where the rows are at hand the robust quantile estimate
+        # of the inlier scales (pair distances) may clear an LF the plain one flags.
+        too_wide = False
+        if isinstance(self.space, (Sphere, Hyperbolic)):
+            e_inlier = plain.expected_sq_dist
+            if X is not None and self.robust == "auto":
+                with np.errstate(all="ignore"):
+                    e_inlier = np.fmin(
+                        e_inlier, quantile_sq_dist(self.space, X, groups)
+                    )
+            too_wide = bool(np.max(e_inlier) / self.space.dim > MAX_CURVED_VARIANCE)
         use_robust = (
             X is not None
             and self.robust is not False
