@@ -109,6 +109,20 @@ def test_quick_start_states_the_same_time_as_help():
     assert f"about {seconds} s on 2 cores" in " ".join(sub.format_help().split())
 
 
+def test_benchmark_quick_states_the_same_time_as_help():
+    from snorkel_structured.experiments import cli
+
+    text = " ".join(README.read_text().split())
+    seconds = int(
+        re.search(
+            r"`--quick` runs one seed .*? \(about (\d+) s on 2 cores", text
+        ).group(1)
+    )
+    assert seconds == cli.BENCHMARK_QUICK_SECONDS
+    sub = cli.build_parser()._subparsers._group_actions[0].choices["benchmark"]
+    assert f"about {seconds} s on 2 cores" in " ".join(sub.format_help().split())
+
+
 def test_torch_cpu_build_is_documented_as_optional():
     section, _ = _quick_start()
     assert (
