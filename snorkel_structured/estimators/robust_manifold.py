@@ -9,11 +9,13 @@ E d^2(lambda_a, y)`` of the inlier part) and ``U`` a background law unrelated to
 ``y``: the uniform law on the sphere; on Euclidean and hyperbolic space (which have no
 uniform law) a heavy-tailed law around the population of labels: an isotropic
 multivariate Student t with ``BACKGROUND_DOF`` degrees of freedom (wrapped onto H^d
-through normal coordinates) whose centre and scale are those of the labels. Heavy
-tails because what "unrelated to the label" means is unknown: a Gaussian background as
-wide as the labels makes a vote far outside them (say a garbage value 10 label-spreads
-out) likelier under a wide Gaussian *inlier* law than under the background, and EM
-then swaps the roles of the two components.
+through normal coordinates), centred on the labels, its scale estimated by EM from
+the outlying votes and never below the labels' spread. Heavy tails and a fitted scale
+because what "unrelated to the label" means is unknown: a Gaussian background as wide
+as the labels makes a vote far outside them (say a garbage value 10 label-spreads out)
+likelier under a wide Gaussian *inlier* law than under the background, and EM then
+swaps the roles of the two components. The population of labels itself (centre and
+spread, ``RobustFit.prior``) is kept apart: it is the prior vote of the references.
 
 Responsibilities. Whether vote ``lambda_ia`` is an inlier is judged against the
 *leave-group-out* reference ``c_ia``: the weighted Frechet mean of the row's other votes
@@ -30,7 +32,9 @@ on its row keeps the prior ``1 - eps_a``.
 
 Robust pseudolabel. Iterate ``r`` and the references (all rows at once) to a fixed
 point, then take the Frechet mean with weights ``w_a r_ia``: an iteratively reweighted
-Frechet mean that drops an LF on the rows where it is far from the others.
+Frechet mean that drops an LF on the rows where it is far from the others. The
+iteration starts from each vote's agreement with its best partner (not from "every
+vote is an inlier", which two far outliers on a row of four can mask).
 
 Estimation (``robust_em``). EM in which the latent is "is this vote an inlier": the
 E-step is the responsibilities above; the M-step sets ``eps_a`` to the mean
@@ -38,6 +42,11 @@ non-inlier probability and re-estimates the inlier scales with the label model's
 moment estimator (triplet or pair fit) on *responsibility-weighted* pair statistics
 (a pair's row counts ``r_ia r_ib``), so the invariants are those of inlier-inlier
 pairs. Labeled rows enter with exact responsibilities (the true ``y`` is known).
+It starts from the plain estimate, except for LFs whose plain ``E d^2`` (inflated by
+the outliers) exceeds half the background's spread: those start from low quantiles of
+the pair distances (``quantile_sq_dist``), or the first E-step already has the roles
+swapped. A fit that still ends with every ``eps_a`` at ``MAX_OUTLIER_RATE`` is
+``RobustFit.degenerate``; the label model does not choose it.
 
 Model choice (``heldout_loglik``). The held-out predictive pseudo-likelihood
 ``sum_a log p(lambda_ia | other votes of row i)`` under each fitted model: the plain
@@ -245,6 +254,16 @@ _START_SWAP = 0.5
 def quantile_sq_dist(space: Any, X: np.ndarray, groups: np.ndarray) -> np.ndarray:
     """Per-LF inlier ``E d^2`` from low quantiles of the pair distances; (n_lfs,).
 
+    Independent isotropic noise of per-coordinate variance ``e_a / dim`` makes
+    ``d^2(lambda_a, lambda_b)`` about ``(e_a + e_b) / dim`` times a chi-square with
+    ``dim`` degrees of freedom (exact on Euclidean space, to first order in the noise
+    on curved ones). Its ``_START_QUANTILE`` quantile over the rows where both voted,
+    divided by the chi-square's, estimates ``s_ab = e_a + e_b`` while most pairs are
+    inlier-inlier pairs: outlying votes, however far, move a low quantile only a
+    little, where they inflate the mean without bound. Non-negative least squares
+    over the pairs of different dependency groups gives ``e``; NaN for an LF in no
+    such pair (the caller keeps its plain value).
+
     Parameters
     ----------
     space : Euclidean, Sphere or Hyperbolic
@@ -256,16 +275,6 @@ def quantile_sq_dist(space: Any, X: np.ndarray, groups: np.ndarray) -> np.ndarra
     Returns
     -------
     e : ndarray of shape (n_lfs,)
-
-    Independent isotropic noise of per-coordinate variance ``e_a / dim`` makes
-    ``d^2(lambda_a, lambda_b)`` about ``(e_a + e_b) / dim`` times a chi-square with
-    ``dim`` degrees of freedom (exact on Euclidean space, to first order in the noise
-    on curved ones). Its ``_START_QUANTILE`` quantile over the rows where both voted,
-    divided by the chi-square's, estimates ``s_ab = e_a + e_b`` while most pairs are
-    inlier-inlier pairs: outlying votes, however far, move a low quantile only a
-    little, where they inflate the mean without bound. Non-negative least squares
-    over the pairs of different dependency groups gives ``e``; NaN for an LF in no
-    such pair (the caller keeps its plain value).
     """
     m = X.shape[1]
     voted = ~np.isnan(X[..., 0])
@@ -351,15 +360,15 @@ def _background_scale(
     One fixed-point step of the t scale's maximum likelihood (the EM of the t as a
     Gaussian scale mixture): ``sigma2 = sum w u rho^2 / (dim sum w)`` with
     ``u = (nu + dim) / (nu + rho^2 / sigma2)``, ``rho`` the distance of a vote to the
-    centre and ``w`` its outlier probability. Never below the labels' spread (the
-    starting ``sigma2``): the background stays at least as wide as the labels, and
-    without outlying votes it keeps that spread. Other kinds are returned unchanged.
+    centre and ``w`` its outlier probability. (``robust_em`` keeps the result at
+    least at the labels' spread, so the background stays at least as wide as the
+    labels.) Other kinds are returned unchanged.
 
     Parameters
     ----------
     space : Euclidean or Hyperbolic
     bg : OutlierBackground
-        The current background; its ``sigma2`` is the lower bound... (see above).
+        The current background (its ``sigma2`` enters ``u``).
     X : ndarray of shape (n_samples, n_lfs, ambient_dim)
     weight : ndarray of shape (n_samples, n_lfs)
         Outlier probability of each vote (0 for abstains).

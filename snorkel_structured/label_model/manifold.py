@@ -217,7 +217,8 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
         given; ``True`` / ``False`` force it. With ``estimator="uws"`` (a baseline)
         ``"auto"`` keeps the plain model. The held-out comparison runs only when the
         plain model's far-out votes are more than chance (a one-pass screen, see
-        ``outlier_screen``), so plain data cost one extra pass.
+        ``outlier_screen``), so plain data cost one extra pass. ``"auto"`` never
+        chooses a degenerate robust fit (every ``eps_a`` at ``MAX_OUTLIER_RATE``).
     shrinkage : "auto" or float in [0, 1], default="auto"
         Shrinks ``log E d^2`` towards a common value before forming weights: ``"auto"``
         is empirical Bayes with each LF's estimation variance (no evidence that LFs
@@ -248,13 +249,18 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
         The choice and its evidence: ``"family"`` (``"plain"`` or ``"robust"``),
         ``"criterion"`` (``"forced"``, ``"heldout_loglik"``, ``"dev_loss"``,
         ``"statistics_only"``, or ``"noise_too_wide"``: on a curved space an LF's
-        ``E d^2 / dim`` exceeds ``MAX_CURVED_VARIANCE``, where the robust model's
-        local Gaussian approximation fails, and ``"auto"`` keeps the plain model), and, when computed, ``"screen"`` (far-out votes of
+        inlier ``E d^2 / dim`` (the smaller of the plain estimate and a quantile
+        estimate that outliers do not inflate) exceeds ``MAX_CURVED_VARIANCE``, where
+        the robust model's local Gaussian approximation fails, and ``"auto"`` keeps
+        the plain model), and, when computed, ``"screen"`` (far-out votes of
         the plain model, their count and binomial p-value), ``"heldout_gain"`` (mean
         per-row held-out log-likelihood of robust minus plain) with ``"heldout_se"``
         (robust is chosen when the gain exceeds two standard errors), ``"dev_loss"``
         (mean geodesic error on the dev rows per candidate, the smallest chosen),
-        ``"n_rows_robust"`` (rows the robust fit may use).
+        ``"n_rows_robust"`` (rows the robust fit may use), ``"robust_degenerate"``
+        (``True`` when a robust fit ended with every outlier rate at the cap
+        ``MAX_OUTLIER_RATE``: inlier and outlier roles swapped; ``"auto"`` then keeps
+        the plain model, ``robust=True`` keeps it with a ``ConvergenceWarning``).
     shrinkage_ : ndarray of shape (n_lfs,)
         Fraction ``kappa_a`` of each LF's deviation in ``log E d^2`` removed.
     weight_exponent_ : float
