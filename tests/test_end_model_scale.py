@@ -356,3 +356,14 @@ def test_auto_switches_to_low_rank_above_the_threshold():
     small = ss.KernelStructuredPredictor(SPACE).fit(X[:2000], y[:2000])
     assert small.n_components_ == 0
     pd.testing.assert_index_equal(pd.Index(small.labels_), pd.Index([0, 5]))
+
+
+def test_fit_shows_a_progress_bar_only_when_asked(capsys):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 4))
+    y = rng.integers(0, 6, 600)
+    model = ss.KernelStructuredPredictor(ss.Permutations(3), n_components=50)
+    model.fit(X, y)
+    assert "Nystroem kernel" not in capsys.readouterr().err
+    model.fit(X, y, progress_bar=True)
+    assert "600/600" in capsys.readouterr().err

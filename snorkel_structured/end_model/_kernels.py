@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
+from tqdm.auto import tqdm
 
 from snorkel_structured._validation import check_scalar
 
@@ -291,11 +292,13 @@ def nystroem_system(
     gamma: float,
     *,
     keep_features: bool = False,
+    progress_bar: bool = False,
 ) -> tuple[RidgeSystem, np.ndarray, np.ndarray | None]:
     """Spectral ridge system of the Nystroem kernel, streamed over row blocks.
 
     Memory is O(m^2 + block * m): Phi^T Phi, Phi^T W and W^T W are sums over rows.
     Returns the system, the map N (m, r) and, if ``keep_features``, Phi (n, r).
+    ``progress_bar`` shows a tqdm bar over the rows.
     """
     N = nystroem_map(kernel_matrix(landmarks, landmarks, kernel, gamma))
     m, r, k = landmarks.shape[0], N.shape[1], W.shape[1]
@@ -305,13 +308,18 @@ def nystroem_system(
     KW = np.zeros((m, k))
     WtW = np.zeros((k, k))
     Phi = np.empty((X.shape[0], r)) if keep_features else None
+    bar = tqdm(
+        total=X.shape[0], desc="Nystroem kernel", unit="row", disable=not progress_bar
+    )
     for sl in iter_blocks(X.shape[0], m):
+        bar.update(sl.stop - sl.start)
         Kb = kernel_matrix(X[sl], landmarks, kernel, gamma)
         C += Kb.T @ Kb
         KW += Kb.T @ W[sl]
         WtW += W[sl].T @ W[sl]
         if Phi is not None:
             Phi[sl] = Kb @ N
+    bar.close()
     G = N.T @ C @ N
     B = N.T @ KW
     s, V = np.linalg.eigh((G + G.T) / 2.0)

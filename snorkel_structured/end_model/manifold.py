@@ -167,7 +167,12 @@ class KernelManifoldRegressor(PersistenceMixin, BaseEstimator):
         self.seed = seed
 
     def fit(
-        self, X: Any, lf_outputs: Any, label_model: Any = None
+        self,
+        X: Any,
+        lf_outputs: Any,
+        label_model: Any = None,
+        *,
+        progress_bar: bool = False,
     ) -> KernelManifoldRegressor:
         """Fit on features and weak LF outputs (with a fitted label model) or labels.
 
@@ -180,6 +185,8 @@ class KernelManifoldRegressor(PersistenceMixin, BaseEstimator):
             clean labels may also be a 1-D array of shape (n_samples,).
         label_model : ManifoldLabelModel, optional
             Fitted on the same space and LFs; supplies ``beta = weights_``.
+        progress_bar : bool, default=False
+            Show a tqdm bar over the rows of the low-rank kernel (``n_components``).
 
         Returns
         -------
@@ -267,7 +274,13 @@ class KernelManifoldRegressor(PersistenceMixin, BaseEstimator):
         else:
             landmarks = X[pick_landmarks(n, m, rng)]
             system, _, PhiV = nystroem_system(
-                X, landmarks, np.zeros((n, 1)), self.kernel, gamma, keep_features=True
+                X,
+                landmarks,
+                np.zeros((n, 1)),
+                self.kernel,
+                gamma,
+                keep_features=True,
+                progress_bar=progress_bar,
             )
             # alpha(x) = Phi (Phi^T Phi + n nu I)^-1 phi(x), on the eigenbasis
             self.landmarks_ = landmarks

@@ -203,7 +203,9 @@ class KernelStructuredPredictor(PersistenceMixin, BaseEstimator):
         self.chunk_size = chunk_size
         self.seed = seed
 
-    def fit(self, X: Any, y: Any) -> KernelStructuredPredictor:
+    def fit(
+        self, X: Any, y: Any, *, progress_bar: bool = False
+    ) -> KernelStructuredPredictor:
         """Fit on clean labels or on noise-aware loss weights.
 
         Parameters
@@ -213,6 +215,8 @@ class KernelStructuredPredictor(PersistenceMixin, BaseEstimator):
             Clean label indices into ``space``, or a loss-weights DataFrame as written
             by :func:`loss_weights` (columns ``"pseudolabel"`` and one per support
             label; other weighted targets in that format work too).
+        progress_bar : bool, default=False
+            Show a tqdm bar over the rows of the low-rank kernel (``n_components``).
 
         Returns
         -------
@@ -287,7 +291,9 @@ class KernelStructuredPredictor(PersistenceMixin, BaseEstimator):
                     f"nu={nu!r}."
                 )
             basis_X = Xa[pick_landmarks(n, m, rng)]
-            system, _, _ = nystroem_system(Xa, basis_X, W, self.kernel, gamma)
+            system, _, _ = nystroem_system(
+                Xa, basis_X, W, self.kernel, gamma, progress_bar=progress_bar
+            )
             if auto_nu:  # refine on the full system: free after its eigendecomposition
                 nu = float(nu_grid[int(np.argmin(system.gcv(n * nu_grid, A)))])
             dual = system.dual(n * nu)
