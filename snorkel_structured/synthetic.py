@@ -128,7 +128,8 @@ def make_ranking_data(
 ) -> SyntheticData:
     """The paper's ranking setup: a prior on a few random centers of S_n, LFs from the model.
 
-    Defaults reproduce DESIGN section 5: S4 under Kendall tau, two random centers with
+    Defaults reproduce the paper's synthetic ranking setup (its section 6,
+    Experiments): S4 under Kendall tau, two random centers with
     prior [0.2, 0.8], theta = [0.6, 0.99, 0.8] (true E[d^2] 1.1863 / 0.6800 / 0.8621).
 
     Parameters

@@ -196,7 +196,8 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
     Notes
     -----
     P(Y = y | votes) is proportional to prior_y prod_a exp(-theta_a S[lambda_a, y]) /
-    Z_a(y) over the LFs that voted (DESIGN section 4). Estimation needs only the
+    Z_a(y) over the LFs that voted (the paper's section 2.2, with the partition
+    function kept: it depends on y outside homogeneous spaces). Estimation needs only the
     additive :class:`~snorkel_structured.estimators.VoteStats`, so ``fit`` equals
     ``partial_fit`` over chunks equals ``fit_stats(sum(chunk_stats))`` equals ``fit``
     of an iterator of chunks or of a Dask array/DataFrame (reduced on the workers).

@@ -1,6 +1,6 @@
 """Fuzz properties of the finite label spaces and the pseudo-Euclidean embedding.
 
-Properties come from the documentation and the mathematics (DESIGN sections 3-4 and
+Properties come from the documentation and the mathematics (the paper's section 3.1 and
 the docstrings), checked against brute force: networkx's own shortest paths, the
 definitions of the permutation metrics, explicit triple loops.
 """

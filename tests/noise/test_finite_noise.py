@@ -14,7 +14,7 @@ from snorkel_structured.noise import (
 
 
 def test_paper_expected_sq_dists():
-    # DESIGN section 5: theta = [0.6, 0.99, 0.8] on S4 Kendall tau.
+    # The paper's synthetic setup (section 6): theta = [0.6, 0.99, 0.8] on S4 Kendall tau.
     model = ss.FiniteNoiseModel(ss.Permutations(4), [0.6, 0.99, 0.8])
     np.testing.assert_allclose(
         model.expected_sq_dist(), [1.1863, 0.6800, 0.8621], atol=5e-5
@@ -121,7 +121,7 @@ def test_posterior_matches_brute_force(rng):
     log_cond = log_conditional_probs(S, theta)
     L = rng.integers(-1, 4, size=(30, 3))
     post = np.exp(log_posterior(L, log_cond, np.log(prior)))
-    for row, p in zip(L, post):
+    for row, p in zip(L, post, strict=True):
         w = prior.copy()
         for a, v in enumerate(row):
             if v >= 0:
