@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from snorkel_structured.exceptions import NotFittedError
+from snorkel_structured import exceptions
 
 ABSTAIN = -1
 # A label matrix with more columns than rows and more than this many columns is taken
@@ -269,7 +269,8 @@ def check_is_fitted(
     else:
         fitted = any(k.endswith("_") and not k.startswith("_") for k in vars(estimator))
     if not fitted:
-        raise NotFittedError(
+        # looked up here: building the class imports scikit-learn (about a second)
+        raise exceptions.NotFittedError(
             f"This {type(estimator).__name__} instance is not fitted yet. Call 'fit' "
             "before using this method."
         )

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy.special import logsumexp
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from snorkel_structured import _warnings
 from snorkel_structured._validation import (

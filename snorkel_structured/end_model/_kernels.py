@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from snorkel_structured._validation import check_scalar
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from snorkel_structured.end_model._kernels import check_features
 
