@@ -51,6 +51,7 @@ _LAZY = {
     "ManifoldPandasApplier": "snorkel_structured.labeling.manifold",
     "ManifoldPandasParallelApplier": "snorkel_structured.labeling.manifold",
     "manifold_labeling_function": "snorkel_structured.labeling.manifold",
+    "filter_unlabeled_manifold": "snorkel_structured.labeling.utils",
     "StructuredLabelingFunction": "snorkel_structured.labeling.finite",
     "structured_labeling_function": "snorkel_structured.labeling.finite",
     "StructuredLFAnalysis": "snorkel_structured.labeling.analysis",
@@ -92,6 +93,7 @@ __all__ = [
     "ManifoldPandasApplier",
     "ManifoldPandasParallelApplier",
     "manifold_labeling_function",
+    "filter_unlabeled_manifold",
     "StructuredLabelingFunction",
     "structured_labeling_function",
     "StructuredLFAnalysis",
@@ -166,6 +168,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
         ManifoldPandasParallelApplier,
         manifold_labeling_function,
     )
+    from snorkel_structured.labeling.utils import filter_unlabeled_manifold
     from snorkel_structured.noise.finite import FiniteNoiseModel
     from snorkel_structured.noise.manifold import RiemannianGaussian, WrappedNormal
     from snorkel_structured.noise_aware import NoiseMatrix, loss_weights, noise_matrix
