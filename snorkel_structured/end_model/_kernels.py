@@ -14,6 +14,12 @@ import scipy.sparse as sp
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
 from tqdm import tqdm
 
+from snorkel_structured._persistence import (
+    check_state_array,
+    state_attr,
+    state_float,
+    state_int,
+)
 from snorkel_structured._validation import check_scalar
 
 KERNELS = ("rbf", "linear")
@@ -362,3 +368,20 @@ def select_gamma_nu(
         if scores[i] < best[0]:
             best = (float(scores[i]), float(g), float(nus[i]))
     return best[1], best[2]
+
+
+def check_kernel_state(model: Any) -> tuple[int, int]:
+    """The loaded-state checks both kernel end models share: ``X_fit_`` (returned as
+    its shape (n, p)), ``n_features_in_`` and ``gamma_``."""
+    X = check_state_array(state_attr(model, "X_fit_"), "X_fit_", (None, None))
+    n, p = X.shape
+    if state_int(model, "n_features_in_", low=1) != p:
+        raise ValueError(
+            f"the fitted attribute n_features_in_ is {model.n_features_in_} but "
+            f"X_fit_ has {p} columns."
+        )
+    if state_float(model, "gamma_") < 0:
+        raise ValueError(
+            f"the fitted attribute gamma_ must be >= 0; got {model.gamma_}."
+        )
+    return n, p

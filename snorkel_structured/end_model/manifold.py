@@ -29,6 +29,7 @@ from snorkel_structured.end_model._kernels import (
     KERNELS,
     NU_GRID,
     check_features,
+    check_kernel_state,
     check_n_components,
     choose_n_components,
     kernel_matrix,
@@ -306,17 +307,7 @@ class KernelManifoldRegressor(PersistenceMixin, BaseEstimator):
         if "n_components_" not in vars(self) and "factor_" in vars(self):
             _upgrade_exact_state(self)  # a file from before the low-rank kernels
             self.landmarks_ = self.alpha_basis_ = self.alpha_coef_ = None
-        X = check_state_array(state_attr(self, "X_fit_"), "X_fit_", (None, None))
-        n, p = X.shape
-        if state_int(self, "n_features_in_", low=1) != p:
-            raise ValueError(
-                f"the fitted attribute n_features_in_ is {self.n_features_in_} but "
-                f"X_fit_ has {p} columns."
-            )
-        if state_float(self, "gamma_") < 0:
-            raise ValueError(
-                f"the fitted attribute gamma_ must be >= 0; got {self.gamma_}."
-            )
+        n, p = check_kernel_state(self)
         if state_float(self, "nu_") <= 0:
             raise ValueError(f"the fitted attribute nu_ must be > 0; got {self.nu_}.")
         m = state_int(self, "n_components_", low=0)
