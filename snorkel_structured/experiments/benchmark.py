@@ -132,11 +132,11 @@ def _finite_methods(
     # is the Bayes answer (``decision="distance"``), not the posterior's mode.
     def label_model() -> np.ndarray:
         lm = ss.StructuredLabelModel(space, seed=seed, prior_support=support)
-        return lm.fit(L_tr).predict(L_te, decision="distance")
+        return lm.fit(L_tr, progress_bar=False).predict(L_te, decision="distance")
 
     def label_model_dev() -> np.ndarray:
         lm = ss.StructuredLabelModel(space, seed=seed, prior_support=support)
-        lm.fit(L_tr, Y_dev=task.Y_train[dev], L_dev=L_tr[dev])
+        lm.fit(L_tr, Y_dev=task.Y_train[dev], L_dev=L_tr[dev], progress_bar=False)
         return lm.predict(L_te, decision="distance")
 
     def voter(method: str) -> Callable[[], np.ndarray]:
@@ -150,7 +150,7 @@ def _finite_methods(
         lm = ss.StructuredLabelModel(
             space, estimator="uws", seed=seed, prior_support=support
         )
-        return lm.fit(L_tr).predict(L_te, tie_break_policy="random")
+        return lm.fit(L_tr, progress_bar=False).predict(L_te, tie_break_policy="random")
 
     methods = {
         LABEL_MODEL: label_model,
