@@ -28,9 +28,10 @@ EXPERIMENTS = (
 )
 
 # (sizes, default seeds) for the full run and for --quick. QUICK_SECONDS: the wall time
-# of 'reproduce all --quick', measured on 2 cores (136 s and 162 s at load averages 2.4
-# to 4, of which ranking-end-model 106 s and 139 s); README's quick start says the same.
-QUICK_SECONDS = 140
+# of 'reproduce all --quick' on an idle 2-core machine (36.8, 37.6 and 38.4 s on a clean
+# clone; 136-162 s at load averages 2.4 to 4, when other jobs slow the kernel end
+# models' eigendecompositions most); README's quick start says the same.
+QUICK_SECONDS = 40
 # The same for 'benchmark --quick' (147 s wall, 135 s CPU, load average 1.8 to 2.1).
 BENCHMARK_QUICK_SECONDS = 145
 GRIDS = {
