@@ -32,8 +32,9 @@ EXPERIMENTS = (
 # clone; 136-162 s at load averages 2.4 to 4, when other jobs slow the kernel end
 # models' eigendecompositions most); README's quick start says the same.
 QUICK_SECONDS = 40
-# The same for 'benchmark --quick' (147 s wall, 135 s CPU, load average 1.8 to 2.1).
-BENCHMARK_QUICK_SECONDS = 145
+# The same for 'benchmark --quick' (125.6 s on a clean clone of an idle machine; 147 s
+# wall at load average 1.8 to 2.1).
+BENCHMARK_QUICK_SECONDS = 130
 GRIDS = {
     "ranking-recovery": (
         ([1_000, 10_000, 100_000, 1_000_000], range(10)),
