@@ -7,7 +7,10 @@ Each combines the votes of a row into one label without a noise model:
   (the paper's pseudolabel with weights ``w_a = theta_a``);
 - :func:`kemeny`: ``argmin_y sum_a w_a d(y, lambda_a)`` (with Kendall tau on permutations,
   exact Kemeny aggregation by enumerating all n! rankings);
-- :func:`medoid`: like :func:`frechet_mean` but the answer must be one of the row's votes.
+- :func:`medoid`: like :func:`frechet_mean` but the answer must be one of the row's votes;
+- :func:`borda`: Borda count on rankings (:class:`Permutations` only): each vote gives
+  the item at position ``k`` the score ``n_items - 1 - k``; items are ordered by their
+  total.
 
 All are vectorized: a row's scores against every candidate are one gather-and-sum, done in
 chunks of rows so memory stays at ``chunk_size * r`` floats. Rows where every LF abstains
@@ -22,8 +25,9 @@ import numpy as np
 
 from snorkel_structured._validation import ABSTAIN, check_label_matrix, check_seed
 from snorkel_structured.spaces.finite import FiniteMetricSpace
+from snorkel_structured.spaces.permutations import Permutations
 
-__all__ = ["frechet_mean", "kemeny", "majority_vote", "medoid"]
+__all__ = ["borda", "frechet_mean", "kemeny", "majority_vote", "medoid"]
 
 _CHUNK = 1 << 22  # elements of a (rows x labels) score block
 
@@ -111,6 +115,65 @@ def medoid(L: Any, space: FiniteMetricSpace, weights: Any = None) -> np.ndarray:
     return _argmin_cost(
         L, space.squared_distance_matrix, _weights(weights, L.shape[1]), True
     )
+
+
+def borda(L: Any, space: Permutations, weights: Any = None) -> np.ndarray:
+    """Borda count of each row's ranking votes: items ordered by their summed points.
+
+    Each non-abstaining vote ``lambda_a`` (an ordering, best first) gives the item at
+    its position ``k`` the score ``n_items - 1 - k``, times the LF's weight ``w_a``;
+    the answer orders the items by decreasing total.
+
+    Parameters
+    ----------
+    L : array-like of int of shape (n_samples, n_lfs)
+        Label indices into ``space``, -1 = abstain.
+    space : Permutations
+    weights : array-like of shape (n_lfs,), optional
+        Non-negative LF weights (default equal: the plain Borda count).
+
+    Returns
+    -------
+    labels : ndarray of int64 of shape (n_samples,)
+        Label index of each row's Borda ranking; -1 where every LF abstained.
+
+    Raises
+    ------
+    TypeError
+        If ``space`` is not a :class:`Permutations` space.
+
+    Notes
+    -----
+    Ties are broken deterministically by item index: of two items with equal totals
+    the lower-numbered item comes first (as :meth:`Permutations.from_scores`). So a
+    row with a single vote returns that vote, and two exactly opposite votes return
+    the identity ordering ``(0, 1, ..., n_items - 1)``.
+
+    Examples
+    --------
+    >>> import snorkel_structured as ss
+    >>> from snorkel_structured.aggregators import borda
+    >>> space = ss.Permutations(3)
+    >>> votes = space.encode([(0, 1, 2), (1, 0, 2), (1, 2, 0)])
+    >>> space.decode(borda(votes[None, :], space))  # points: 0 -> 3, 1 -> 5, 2 -> 1
+    [(1, 0, 2)]
+    """
+    if not isinstance(space, Permutations):
+        raise TypeError(
+            f"space must be a Permutations space for the Borda count; got "
+            f"{type(space).__name__}. Use kemeny or majority_vote on other spaces."
+        )
+    L = check_label_matrix(L, n_labels=len(space))
+    w = _weights(weights, L.shape[1])
+    n_items = space.n_items
+    # points[y, i]: the score ordering y gives item i, n_items - 1 - position.
+    points = n_items - 1 - np.argsort(space.permutations, axis=1).astype(np.float64)
+    totals = np.zeros((L.shape[0], n_items))
+    for a in range(L.shape[1]):
+        voted = L[:, a] != ABSTAIN
+        totals[voted] += w[a] * points[L[voted, a]]
+    out = np.asarray(space.from_scores(totals), dtype=np.int64).reshape(L.shape[0])
+    return np.where((L != ABSTAIN).any(axis=1), out, ABSTAIN)
 
 
 def majority_vote(

@@ -98,3 +98,14 @@ def test_voters_predict_without_fit_as_snorkels_majority_label_voter():
     with np.errstate(invalid="ignore"), pytest.warns(RuntimeWarning):
         np.testing.assert_allclose(mean, np.nanmean(X, axis=1), atol=1e-12)
     assert np.isnan(mean[3]).all()
+
+
+def test_aggregating_voter_borda_on_rankings_only():
+    from snorkel_structured.aggregators import borda
+
+    data = make_ranking_data(500, seed=1, abstain=0.2)
+    w = [0.5, 1.0, 2.0]
+    voter = AggregatingVoter(data.space, method="borda", weights=w).fit(data.L)
+    np.testing.assert_array_equal(voter.predict(data.L), borda(data.L, data.space, w))
+    with pytest.raises(ValueError, match="method='borda' needs a Permutations"):
+        AggregatingVoter(ss.Discrete(3), method="borda").predict(np.zeros((2, 3), int))

@@ -9,10 +9,13 @@ import pandas as pd
 
 import snorkel_structured as ss
 from snorkel_structured import datasets as D
+from snorkel_structured.aggregators import borda
 from snorkel_structured.experiments import cli
 from snorkel_structured.experiments.benchmark import (
+    AGGREGATORS,
     BEST_LF,
     METHODS,
+    benchmark_table,
     run_benchmark,
     run_task,
 )
@@ -55,7 +58,11 @@ def test_best_single_lf_is_the_minimum_over_lfs():
     )
     kem = np.where((votes != ss.ABSTAIN).any(1), cost.argmin(1), task.fallback)
     assert np.isclose(res.loc["Kemeny / median", "metric"], D_[kem, task.Y_test].mean())
-    for method in ("majority", "Kemeny / median", "Frechet mean", "medoid"):
+    # Borda: the aggregators' Borda count, abstains scored as the fallback.
+    bor = borda(votes, task.space)
+    bor = np.where(bor == ss.ABSTAIN, task.fallback, bor)
+    assert np.isclose(res.loc["Borda", "metric"], D_[bor, task.Y_test].mean())
+    for method in ("majority", "Kemeny / median", "Borda", "Frechet mean", "medoid"):
         assert 0 <= res.loc[method, "normalized_metric"] <= 1
 
 
@@ -99,6 +106,44 @@ def test_manifold_baselines_by_brute_force():
     assert np.isclose(res.loc["Frechet mean", "metric"], np.abs(mean - truth).mean())
     lf_a = np.array([0.0, 2.0, 7.0, -1.0])
     assert np.isclose(res.loc["single LF: a", "metric"], np.abs(lf_a - truth).mean())
+    assert "Borda" not in res.index  # rankings only
+
+
+def test_borda_counts_as_an_unweighted_aggregator_in_the_table():
+    rows = [
+        ("ranks", "label model", 0.30),
+        ("ranks", "majority", 0.40),
+        ("ranks", "Kemeny / median", 0.35),
+        ("ranks", "Borda", 0.20),
+        ("ranks", BEST_LF, 0.10),
+        ("sphere", "label model", 0.05),
+        ("sphere", "Frechet mean", 0.07),
+    ]
+    results = pd.DataFrame(
+        {
+            "task": [t for t, _, _ in rows],
+            "seed": 0,
+            "method": [m for _, m, _ in rows],
+            "metric": [v for _, _, v in rows],
+            "normalized_metric": [v for _, _, v in rows],
+            "n_test": 10,
+            "fit_seconds": 0.0,
+            "metric_name": "d",
+            "note": "",
+        }
+    )
+    assert "Borda" in AGGREGATORS
+    lines = {
+        line.split(" | ")[0][2:]: line
+        for line in benchmark_table(results).splitlines()
+        if line.startswith("| ")
+    }
+    header = [c.strip() for c in lines["task"].strip("| ").split(" | ")]
+    ranks = [c.strip() for c in lines["ranks"].strip("| ").split(" | ")]
+    sphere = [c.strip() for c in lines["sphere"].strip("| ").split(" | ")]
+    assert ranks[header.index("Borda")] == "**0.2000**"
+    assert ranks[-1] == "+0.1000"  # label model - Borda, the best aggregator
+    assert sphere[header.index("Borda")] == "n/a" and sphere[-1] == "-0.0200"
 
 
 def test_cli_writes_csv_markdown_and_png(tmp_path, capsys):

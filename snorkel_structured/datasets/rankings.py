@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -17,10 +18,14 @@ from snorkel_structured.datasets._task import (
 from snorkel_structured.spaces.permutations import Permutations
 
 __all__ = [
+    "ColumnLF",
+    "column_votes",
     "country_groups",
     "diabetes_groups",
     "load_country_population_rankings",
     "load_diabetes_rankings",
+    "split_groups",
+    "train_scale",
 ]
 
 # (LF name, diabetes column, sign, min_spread): tutorial 01's labeling functions.
@@ -91,12 +96,40 @@ def diabetes_groups(
 
 
 def _rank_by(
-    space: Permutations, values: np.ndarray, min_spread: float = 0.0
+    space: Permutations,
+    values: np.ndarray,
+    min_spread: float = 0.0,
+    *,
+    min_gap: float = 0.0,
+    abstain_on_ties: bool = False,
 ) -> np.ndarray:
-    """Label index of each row's ordering by ``values`` (highest first); -1 if spread small."""
+    """Label index of each row's ordering by ``values`` (highest first), or -1.
+
+    Parameters
+    ----------
+    space : Permutations
+    values : ndarray of float of shape (n_groups, n_items)
+        One value per item of each group; NaN (a missing value) abstains.
+    min_spread : float, default=0.0
+        Abstain where the group's values span less than this.
+    min_gap : float, default=0.0
+        Abstain where two of the group's values are closer than this (an LF that
+        votes only when the group's values are far apart).
+    abstain_on_ties : bool, default=False
+        Abstain where two of the group's values are equal (the LF cannot order
+        them) instead of ordering tied items by their position in the group.
+
+    Returns
+    -------
+    labels : ndarray of int64 of shape (n_groups,)
+    """
     labels = space.from_scores(np.nan_to_num(values, nan=-np.inf))
     spread = np.ptp(values, axis=1)
-    return np.where((spread >= min_spread) & ~np.isnan(spread), labels, ABSTAIN)
+    gap = np.diff(np.sort(values, axis=1), axis=1).min(axis=1)
+    ok = (spread >= min_spread) & ~np.isnan(spread) & (gap >= min_gap)
+    if abstain_on_ties:
+        ok &= gap > 0
+    return np.where(ok, labels, ABSTAIN)
 
 
 def load_diabetes_rankings(
@@ -158,22 +191,176 @@ def _ranking_task(
     items: str,
     description: str,
 ) -> WeakSupervisionTask:
-    """A task of orderings of 4 items scored by the Kendall distance (maximum 6)."""
+    """A Kendall-distance task of groups given as frames with an ``order`` column."""
+    return _kendall_task(
+        name,
+        space,
+        (votes(train), votes(test)),
+        (space.encode(train["order"]), space.encode(test["order"])),
+        lf_names=lf_names,
+        items=items,
+        description=description,
+    )
+
+
+def _kendall_task(
+    name: str,
+    space: Permutations,
+    L: tuple[np.ndarray, np.ndarray],
+    Y: tuple[np.ndarray, np.ndarray],
+    *,
+    lf_names: tuple[str, ...],
+    items: str,
+    description: str,
+) -> WeakSupervisionTask:
+    """A ranking task scored by the Kendall distance, normalized by its maximum."""
+    n = space.n_items
     return WeakSupervisionTask(
         name=name,
         kind="finite",
         space=space,
-        L_train=votes(train),
-        L_test=votes(test),
-        Y_train=space.encode(train["order"]),
-        Y_test=space.encode(test["order"]),
+        L_train=L[0],
+        L_test=L[1],
+        Y_train=Y[0],
+        Y_test=Y[1],
         lf_names=lf_names,
         metric=f"Kendall distance (pairs of {items} in the wrong order)",
         distance=finite_distance(space),
-        normalizer=6.0,
+        normalizer=float(n * (n - 1) // 2),
         fallback=finite_fallback(space, None),
         description=description,
     )
+
+
+class ColumnLF(NamedTuple):
+    """A ranking LF that orders a group's items by one column of the item table.
+
+    Parameters
+    ----------
+    name : str
+    values : ndarray of float of shape (n_rows,)
+        The item's score (higher ranks first); NaN is a missing value (abstain).
+    min_gap : float, default=0.0
+        Abstain unless every two items of the group are at least this far apart.
+    abstain_on_ties : bool, default=True
+        Abstain when two items of the group tie on ``values``.
+    """
+
+    name: str
+    values: np.ndarray
+    min_gap: float = 0.0
+    abstain_on_ties: bool = True
+
+
+def column_votes(
+    space: Permutations, lfs: Sequence[ColumnLF], members: np.ndarray
+) -> np.ndarray:
+    """Votes of column LFs on groups of items.
+
+    Parameters
+    ----------
+    space : Permutations
+    lfs : sequence of ColumnLF
+    members : ndarray of int of shape (n_groups, n_items)
+        Row indices of each group's items (see :func:`split_groups`).
+
+    Returns
+    -------
+    L : ndarray of int64 of shape (n_groups, n_lfs)
+        Label indices, -1 where an LF abstains.
+    """
+    return np.column_stack(
+        [
+            _rank_by(
+                space,
+                np.asarray(lf.values, dtype=np.float64)[members],
+                min_gap=lf.min_gap,
+                abstain_on_ties=lf.abstain_on_ties,
+            )
+            for lf in lfs
+        ]
+    ).astype(np.int64)
+
+
+def _table_task(
+    name: str,
+    lfs: Sequence[ColumnLF],
+    truth: np.ndarray,
+    members: tuple[np.ndarray, np.ndarray],
+    *,
+    items: str,
+    description: str,
+) -> WeakSupervisionTask:
+    """A ranking task of groups of table rows, ordered by ``truth`` (n_rows,)."""
+    space = Permutations(n_items=members[0].shape[1], metric="kendall_tau")
+    return _kendall_task(
+        name,
+        space,
+        (column_votes(space, lfs, members[0]), column_votes(space, lfs, members[1])),
+        (space.from_scores(truth[members[0]]), space.from_scores(truth[members[1]])),
+        lf_names=tuple(lf.name for lf in lfs),
+        items=items,
+        description=description,
+    )
+
+
+def train_scale(values: np.ndarray, train_members: np.ndarray) -> float:
+    """Standard deviation of ``values`` (n_rows,) over the items of training groups."""
+    rows = np.unique(train_members)
+    return float(np.nanstd(np.asarray(values, dtype=np.float64)[rows]))
+
+
+def split_groups(
+    n_rows: int,
+    seed: Any = 0,
+    *,
+    n_train: int = 1500,
+    n_test: int = 500,
+    n_items: int = 4,
+    train_fraction: float = 0.7,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Split items into a training and a held-out pool, then draw groups in each pool.
+
+    No held-out item appears in a training group. A group is ``n_items`` distinct
+    items: the first columns of a random argsort over the pool.
+
+    Parameters
+    ----------
+    n_rows : int
+        Number of items (rows of the item table).
+    seed : None, int or numpy.random.Generator, default=0
+        A Generator advances.
+    n_train, n_test : int
+        Groups per split.
+    n_items : int, default=4
+    train_fraction : float, default=0.7
+        Share of the items in the training pool (rounded).
+
+    Returns
+    -------
+    train, test : ndarray of int64 of shape (n_train, n_items) and (n_test, n_items)
+        Row indices of each group's items.
+
+    Raises
+    ------
+    ValueError
+        If a pool holds fewer than ``n_items`` items.
+    """
+    rng = check_seed(seed)
+    perm = rng.permutation(n_rows)
+    n_tr = int(round(train_fraction * n_rows))
+    pools = perm[:n_tr], perm[n_tr:]
+    if min(len(p) for p in pools) < n_items:
+        raise ValueError(
+            f"train_fraction={train_fraction} splits {n_rows} items into pools of "
+            f"{len(pools[0])} and {len(pools[1])}; each needs n_items={n_items}."
+        )
+
+    def draw(pool: np.ndarray, n_groups: int) -> np.ndarray:
+        pick = rng.random((n_groups, len(pool))).argsort(axis=1)[:, :n_items]
+        return pool[pick].astype(np.int64)
+
+    return draw(pools[0], n_train), draw(pools[1], n_test)
 
 
 _COUNTRY_FEATURES = (
@@ -254,17 +441,10 @@ def country_groups(
         (listed languages), and the label ``order``: positions from the most to the
         least populous country.
     """
-    rng = check_seed(seed)
     table = _country_table()
     space = Permutations(n_items=n_items, metric="kendall_tau")
-    perm = rng.permutation(len(table))
-    n_tr = int(round(train_fraction * len(table)))
-    pools = perm[:n_tr], perm[n_tr:]
 
-    def make(pool: np.ndarray, n_groups: int) -> pd.DataFrame:
-        # n_items distinct countries per group: the first columns of a random argsort.
-        pick = rng.random((n_groups, len(pool))).argsort(axis=1)[:, :n_items]
-        members = pool[pick]
+    def make(members: np.ndarray) -> pd.DataFrame:
         cols = {
             f"country_{k}": table.index.to_numpy()[members[:, k]]
             for k in range(n_items)
@@ -277,7 +457,15 @@ def country_groups(
         groups["order"] = space.decode(space.from_scores(population))
         return groups
 
-    return make(pools[0], n_train), make(pools[1], n_test)
+    train, test = split_groups(
+        len(table),
+        seed,
+        n_train=n_train,
+        n_test=n_test,
+        n_items=n_items,
+        train_fraction=train_fraction,
+    )
+    return make(train), make(test)
 
 
 def load_country_population_rankings(
@@ -312,9 +500,7 @@ def load_country_population_rankings(
         cols = []
         for f in _COUNTRY_FEATURES:
             values = groups[[f"{f}_{k}" for k in range(4)]].to_numpy()
-            s = np.sort(values, axis=1)
-            tied = (np.diff(s, axis=1) == 0).any(axis=1) | np.isnan(values).any(axis=1)
-            cols.append(np.where(tied, ABSTAIN, _rank_by(space, values)))
+            cols.append(_rank_by(space, values, abstain_on_ties=True))
         return np.column_stack(cols)
 
     return _ranking_task(

@@ -12,9 +12,10 @@ normalizer (values in [0, 1]). Methods:
   (``fit(L_train, Y_dev=..., L_dev=...)``, or ``X_dev`` on manifolds);
 - unweighted aggregators: ``majority`` (finite), ``Kemeny / median`` (the label
   minimizing the summed distance to the votes: exact Kemeny on rankings, the tree's
-  median on trees; the coordinate-wise median on Euclidean targets), ``Frechet mean``
-  and ``medoid`` (the row's vote minimizing the summed *squared* distance to its
-  votes, as :func:`snorkel_structured.aggregators.medoid`);
+  median on trees; the coordinate-wise median on Euclidean targets), ``Borda`` (the
+  Borda count, :func:`snorkel_structured.aggregators.borda`; rankings only, n/a on
+  other spaces), ``Frechet mean`` and ``medoid`` (the row's vote minimizing the summed
+  *squared* distance to its votes, as :func:`snorkel_structured.aggregators.medoid`);
 - ``UWS``: the universal weak supervision baseline (``estimator="uws"``);
 - ``best single LF (picked with truth)``: the LF with the lowest held-out metric,
   chosen with the held-out truth (an oracle no user has), and every LF alone
@@ -58,7 +59,8 @@ LABEL_MODEL = "label model"
 LABEL_MODEL_DEV = "label model + 100 dev rows"
 BEST_LF = "best single LF (picked with truth)"
 SNORKEL = "Snorkel LabelModel"
-AGGREGATORS = ("majority", "Kemeny / median", "Frechet mean", "medoid")
+BORDA = "Borda"
+AGGREGATORS = ("majority", "Kemeny / median", BORDA, "Frechet mean", "medoid")
 METHODS = (LABEL_MODEL, LABEL_MODEL_DEV, *AGGREGATORS, "UWS", BEST_LF, SNORKEL)
 SINGLE_LF = "single LF: "
 
@@ -161,6 +163,8 @@ def _finite_methods(
         "medoid": voter("medoid"),
         "UWS": uws,
     }
+    if isinstance(space, ss.Permutations):
+        methods[BORDA] = voter("borda")
     if len(space) <= SNORKEL_MAX_LABELS:
 
         def snorkel() -> np.ndarray:

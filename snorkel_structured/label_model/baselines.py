@@ -19,25 +19,33 @@ from snorkel_structured._validation import (
     check_label_matrix,
     check_manifold_outputs,
 )
-from snorkel_structured.aggregators import frechet_mean, kemeny, majority_vote, medoid
+from snorkel_structured.aggregators import (
+    borda,
+    frechet_mean,
+    kemeny,
+    majority_vote,
+    medoid,
+)
 from snorkel_structured.spaces.finite import FiniteMetricSpace
+from snorkel_structured.spaces.permutations import Permutations
 
 __all__ = ["AggregatingVoter", "ManifoldMeanVoter"]
 
-_METHODS = ("majority", "kemeny", "frechet_mean", "medoid")
+_METHODS = ("majority", "kemeny", "frechet_mean", "medoid", "borda")
 
 
 class AggregatingVoter(BaseEstimator):
-    """Combine each row's votes by a fixed rule: majority, Kemeny, Frechet mean or medoid.
+    """Combine each row's votes by a fixed rule: majority, Kemeny, Borda, mean, medoid.
 
     Parameters
     ----------
     space : FiniteMetricSpace
-    method : {"majority", "kemeny", "frechet_mean", "medoid"}, default="kemeny"
+    method : {"majority", "kemeny", "frechet_mean", "medoid", "borda"}, default="kemeny"
         See :mod:`snorkel_structured.aggregators`. ``"kemeny"`` minimizes the weighted sum
         of distances (exact Kemeny-Young aggregation for Kendall tau on permutations),
         ``"frechet_mean"`` the weighted sum of squared distances over the whole space,
-        ``"medoid"`` the same over the row's own votes.
+        ``"medoid"`` the same over the row's own votes, ``"borda"`` the Borda count
+        (``Permutations`` spaces only).
     weights : array-like of shape (n_lfs,), optional
         Non-negative LF weights (ignored by ``"majority"``); default equal.
     seed : None, int or numpy.random.Generator, default=None
@@ -77,6 +85,11 @@ class AggregatingVoter(BaseEstimator):
             )
         if self.method not in _METHODS:
             raise ValueError(f"method must be one of {_METHODS}; got {self.method!r}.")
+        if self.method == "borda" and not isinstance(self.space, Permutations):
+            raise ValueError(
+                "method='borda' needs a Permutations space (rankings); got "
+                f"{type(self.space).__name__}. Use method='kemeny' instead."
+            )
         n_lfs = getattr(self, "n_lfs_", None)
         return check_label_matrix(L, n_labels=len(self.space), n_lfs=n_lfs)
 
@@ -99,9 +112,12 @@ class AggregatingVoter(BaseEstimator):
         if self.method == "majority":
             tie = "lowest" if self.seed is None else "random"
             return majority_vote(L, len(self.space), tie_break=tie, seed=self.seed)
-        rule = {"kemeny": kemeny, "frechet_mean": frechet_mean, "medoid": medoid}[
-            self.method
-        ]
+        rule = {
+            "kemeny": kemeny,
+            "frechet_mean": frechet_mean,
+            "medoid": medoid,
+            "borda": borda,
+        }[self.method]
         return rule(L, self.space, self.weights)
 
     def score(self, L: Any, Y: Any) -> dict[str, float]:
