@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from snorkel_structured._version import __version__
 
 # public name -> module that defines it (a submodule's own name maps to itself).
 _LAZY = {

@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+import snorkel_structured._version as _version
 from snorkel_structured._persistence_codec import _Decoder, _Encoder, _qualname
 
 __all__ = ["FORMAT_VERSION", "PersistenceMixin"]
@@ -60,9 +61,8 @@ _ZIP_MAGIC = b"PK\x03\x04"
 
 
 def _library_version() -> str:
-    from snorkel_structured import __version__
-
-    return __version__
+    # read at call time (not bound at import), so that a patched version is seen
+    return _version.__version__
 
 
 def _version_tuple(version: Any) -> tuple[int, ...] | None:

@@ -142,3 +142,35 @@ def test_lf_dependencies_names_and_pairs_for_fit():
     assert analysis.dependent_lf_pairs() == [(0, 4)]
     with pytest.raises(ValueError, match="at least 4"):
         ss.StructuredLFAnalysis(L[:, :3], space=space).lf_dependencies()
+
+
+def test_lf_dependencies_score_test_against_a_label_model():
+    # method="model" reads a label model, which the model-free core never imports;
+    # the analysis layer routes it to the label-model layer.
+    import warnings
+
+    import snorkel_structured as ss
+    from snorkel_structured.label_model._dependency_score import (
+        model_dependency_test,
+    )
+    from snorkel_structured.synthetic import make_label_matrix
+
+    space = ss.Discrete(3)
+    d = make_label_matrix(
+        3000,
+        space=space,
+        theta=[1.0, 1.4, 0.8, 1.2, 1.6],
+        prior=[0.3, 0.3, 0.4],
+        abstain=0.1,
+        seed=0,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lm = ss.StructuredLabelModel(space, seed=0, shrinkage=0.0).fit(d.L)
+    analysis = ss.StructuredLFAnalysis(d.L, space=space)
+    res = analysis.lf_dependencies(lm, method="model", seed=0)
+    direct = model_dependency_test(d.L, lm, lf_names=analysis.lf_names)
+    pd.testing.assert_frame_equal(res, direct)
+    assert set(res["lf_a"]) <= set(analysis.lf_names)
+    with pytest.raises(ValueError, match="takes no options"):
+        analysis.lf_dependencies(lm, method="model", n_boot=100)

@@ -360,7 +360,9 @@ class StructuredLFAnalysis:
         alpha : float, default=0.05
             Family-wise false-alarm rate over all pairs.
         **options
-            ``method``, ``n_components``, ``n_boot``, ``seed`` of the test.
+            ``method`` ("moments", the default model-free test, or "model", a score
+            test against ``label_model``, fitted on these votes when not given),
+            ``n_components``, ``n_boot`` and ``seed`` of the moments test.
 
         Returns
         -------
@@ -368,6 +370,34 @@ class StructuredLFAnalysis:
             One row per pair: ``lf_a``, ``lf_b``, ``n_both``, ``observed``,
             ``expected``, ``z``, ``p_value``, ``dependent``.
         """
+        return self._dependency_frame(label_model, alpha, self.lf_names, options)
+
+    def _dependency_frame(
+        self,
+        label_model: Any,
+        alpha: float,
+        lf_names: Any,
+        options: dict[str, Any],
+    ) -> pd.DataFrame:
+        if options.get("method") == "model":
+            # the score test reads (or fits) a label model: the label-model layer
+            from snorkel_structured.label_model._dependency_score import (
+                model_dependency_test,
+            )
+
+            extra = sorted(set(options) - {"method", "seed"})  # seed: deterministic
+            if extra:
+                raise ValueError(
+                    f"method='model' takes no options {extra}; they belong to the "
+                    "moments test (method='moments')."
+                )
+            return model_dependency_test(
+                self.L,
+                label_model,
+                space=self.space,
+                alpha=alpha,
+                lf_names=lf_names,
+            )
         from snorkel_structured.estimators.dependencies import lf_dependency_test
 
         return lf_dependency_test(
@@ -375,7 +405,7 @@ class StructuredLFAnalysis:
             label_model,
             space=self.space,
             alpha=alpha,
-            lf_names=self.lf_names,
+            lf_names=lf_names,
             **options,
         )
 
@@ -386,13 +416,8 @@ class StructuredLFAnalysis:
 
         Ready for ``StructuredLabelModel.fit(L, dependencies=...)``.
         """
-        from snorkel_structured.estimators.dependencies import (
-            dependent_pairs,
-            lf_dependency_test,
-        )
+        from snorkel_structured.estimators.dependencies import dependent_pairs
 
         return dependent_pairs(
-            lf_dependency_test(
-                self.L, label_model, space=self.space, alpha=alpha, **options
-            )
+            self._dependency_frame(label_model, alpha, None, options)
         )

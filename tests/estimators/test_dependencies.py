@@ -1,140 +1,180 @@
-"""Tests of the LF dependency test against truth (brute force, simulation)."""
-
-import itertools
-import warnings
+"""Tests of the model-free LF dependency test against the truth that generated the data."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import snorkel_structured as ss
-from snorkel_structured.estimators._stats import VoteStats
+from snorkel_structured.estimators import VoteStats
 from snorkel_structured.estimators.dependencies import (
-    _finite_test,
-    agreement_expectations,
+    ManifoldPairStats,
     dependent_pairs,
+    detect_dependent_pairs,
+    estimate_n_components,
     lf_dependency_test,
-    null_model_tables,
 )
 from snorkel_structured.synthetic import make_label_matrix
 from snorkel_structured.synthetic_manifold import make_manifold_data
 
 
-def _plain_model(space, L):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return ss.StructuredLabelModel(
-            space,
-            seed=0,
-            label_dependent=False,
-            abstain_dependent=False,
-            noise_power=2,
-            outliers=False,
-            shrinkage=0.0,
-        ).fit(L)
-
-
-def _copy(L, a, b, seed):
+def _copy(L, a, b, rng, share=0.5):
+    """LF b copies LF a's vote on a random ``share`` of the rows."""
     L = L.copy()
-    mask = np.random.default_rng(seed).random(L.shape[0]) < 0.5
+    mask = rng.random(L.shape[0]) < share
     L[mask, b] = L[mask, a]
     return L
 
 
-def test_agreement_probability_matches_brute_force():
-    space = ss.Discrete(3)
-    d = make_label_matrix(
-        3000,
-        space=space,
-        theta=[1.0, 0.7, 1.4, 0.9],
-        prior=[0.2, 0.3, 0.5],
-        abstain=0.3,
-        seed=0,
+def _centers(space, k, rng):
+    prior = np.zeros(len(space))
+    prior[rng.choice(len(space), k, replace=False)] = rng.dirichlet(np.full(k, 5.0))
+    return prior
+
+
+def _independent_votes(space, n, m, seed, *, k=3, theta=(0.8, 2.0), abstain=0.2):
+    rng = np.random.default_rng(seed)
+    prior = (
+        rng.dirichlet(np.full(len(space), 5.0))
+        if isinstance(space, ss.Discrete)
+        else _centers(space, k, rng)
     )
-    lm = _plain_model(space, d.L)
-    T, log_prior, log_vote, abstain = null_model_tables(lm, space)
-    cp = lm.get_conditional_probs()  # (m, r + 1, r), abstain first
-    stats = VoteStats.from_label_matrix(d.L, 3)
-    P = stats.patterns
-    for a, b in [(0, 1), (1, 3)]:
-        rows, p = agreement_expectations(P, a, b, log_prior, log_vote, abstain)
-        for row, p_fast in zip(rows, p, strict=True):
-            num = den = 0.0
-            for y in range(3):  # brute force over y and the pair's votes
-                w = lm.prior_[y]
-                for c in range(4):
-                    if c not in (a, b):
-                        w *= cp[c, P[row, c] + 1, y]
-                for va, vb in itertools.product(range(3), range(3)):
-                    joint = w * cp[a, va + 1, y] * cp[b, vb + 1, y]
-                    den += joint
-                    num += joint * (va == vb)
-            assert p_fast == pytest.approx(num / den, rel=1e-9)
-
-
-def test_model_statistic_is_centred_on_data_from_the_model():
-    space = ss.Discrete(3)
-    d = make_label_matrix(
-        4000,
+    return make_label_matrix(
+        n,
         space=space,
-        theta=[1.0, 0.7, 1.4, 0.9],
-        prior=[0.2, 0.3, 0.5],
-        abstain=0.2,
-        seed=1,
-    )
-    lm = _plain_model(space, d.L)
-    _, log_prior, log_vote, abstain = null_model_tables(lm, space)
-    # New data drawn from the fitted model itself: observed - expected is noise.
-    sim = make_label_matrix(
-        200_000,
-        space=space,
-        theta=lm.theta_,
-        prior=lm.prior_,
-        abstain=1.0 - lm.coverage_,
-        seed=2,
-    )
-    stats = VoteStats.from_label_matrix(sim.L, 3)
-    *_, n_both, obs, exp, z = _finite_test(stats, log_prior, log_vote, abstain)
-    assert np.all(np.abs(z) < 4.0)
-    assert np.allclose(obs, exp, atol=0.01)
+        theta=rng.uniform(*theta, m),
+        prior=prior,
+        abstain=abstain,
+        seed=rng,
+    ).L
 
 
-def test_posterior_from_tables_matches_predict_proba():
-    space = ss.Permutations(4)
-    d = ss.synthetic.make_ranking_data(3000, theta=[0.6, 0.9, 0.8, 0.7], seed=0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        lm = ss.StructuredLabelModel(space, seed=0).fit(d.L)
-    T, log_prior, log_vote, abstain = null_model_tables(lm, space)
-    L = d.L[:50]
-    logp = np.tile(log_prior, (len(L), 1))
-    for c in range(L.shape[1]):
-        logp += np.log1p(-abstain[c]) + log_vote[c][L[:, c]]
-    post = np.exp(logp - logp.max(1, keepdims=True))
-    post /= post.sum(1, keepdims=True)
-    assert np.allclose(post, lm.predict_proba(L, labels="support"), atol=1e-8)
-
-
+# -- finite spaces ---------------------------------------------------------------------
 @pytest.mark.parametrize("k", [2, 3])
 def test_no_flag_on_independent_lfs_and_copy_pair_flagged(k):
     space = ss.Discrete(k)
     for seed in range(3):
-        rng = np.random.default_rng(seed)
-        d = make_label_matrix(
-            10_000,
-            space=space,
-            theta=rng.uniform(0.6, 1.8, 6),
-            prior=rng.dirichlet(np.full(k, 5.0)),
-            abstain=0.2,
-            seed=rng,
-        )
-        res = lf_dependency_test(d.L, space=space)
+        L = _independent_votes(space, 10_000, 6, seed, theta=(0.6, 1.8))
+        res = lf_dependency_test(L, space=space)
         assert not res["dependent"].any()
         flagged = dependent_pairs(
-            lf_dependency_test(_copy(d.L, 2, 4, seed), space=space)
+            lf_dependency_test(_copy(L, 2, 4, np.random.default_rng(seed)), space=space)
         )
-        assert flagged[0] == (2, 4)
+        assert flagged == [(2, 4)]
 
 
+def test_two_copying_pairs_are_both_recovered_and_nothing_else():
+    # m = 8 LFs over 24 rankings, two dependent pairs (1, 5) and (2, 6): the truth.
+    space = ss.Permutations(4)
+    rng = np.random.default_rng(7)
+    L = _independent_votes(space, 10_000, 8, 7, k=2, theta=(0.4, 1.0))
+    L = _copy(_copy(L, 1, 5, rng), 2, 6, rng)
+    pairs, frame = detect_dependent_pairs(L, space)
+    assert pairs == [(1, 5), (2, 6)]
+    assert frame.loc[frame["dependent"], ["lf_a", "lf_b"]].values.tolist() == [
+        [1, 5],
+        [2, 6],
+    ]
+    # a flagged pair's observed agreement exceeds what the other LFs predict
+    flagged = frame[frame["dependent"]]
+    assert (flagged["observed"] > flagged["expected"] + 0.05).all()
+
+
+def test_statistics_and_label_matrix_give_the_same_answer():
+    space = ss.Permutations(4)
+    rng = np.random.default_rng(3)
+    L = _copy(_independent_votes(space, 4000, 6, 3, k=2), 0, 3, rng)
+    chunks = [VoteStats.from_label_matrix(c, len(space)) for c in np.array_split(L, 3)]
+    from_stats = detect_dependent_pairs(sum(chunks), space, seed=1)
+    from_votes = detect_dependent_pairs(L, space, seed=1)
+    assert from_stats[0] == from_votes[0] == [(0, 3)]
+    pd.testing.assert_frame_equal(from_stats[1], from_votes[1])
+
+
+def test_false_alarm_rate_and_z_calibration_on_independent_lfs():
+    # 40 datasets of conditionally independent LFs (the generating truth). The
+    # family-wise false-alarm rate at alpha = 0.05 must stay near 5%: at most 5 of 40
+    # pass with probability 0.986 at a true rate of 5% and 0.0006 at 25% (the old
+    # Holm/z test's worst cells were 15-20%). The pooled z of the 400 pairs must be
+    # standard normal: a standard error 20% off, or a bias of 0.25 se, fails.
+    space = ss.Discrete(3)
+    runs = 0
+    z = []
+    for seed in range(40):
+        L = _independent_votes(space, 3000, 5, 100 + seed, theta=(0.8, 2.0))
+        pairs, res = detect_dependent_pairs(L, space, seed=seed)
+        runs += bool(pairs)
+        z.append(res["z"].to_numpy())
+    z = np.concatenate(z)
+    assert runs <= 5
+    assert abs(np.nanmean(z)) < 0.2
+    assert 0.85 < np.nanstd(z) < 1.15
+
+
+def test_false_alarm_rate_with_an_estimated_rank():
+    # Permutations(4): the rank of the joint tables (two centers) is estimated from
+    # the votes; same bound as above.
+    space = ss.Permutations(4)
+    runs = sum(
+        bool(
+            detect_dependent_pairs(
+                _independent_votes(space, 4000, 6, seed, k=2, theta=(0.4, 1.0)),
+                space,
+                seed=seed,
+            )[0]
+        )
+        for seed in range(40)
+    )
+    assert runs <= 5
+
+
+def test_rank_estimate_recovers_the_number_of_centers_and_ignores_a_copy():
+    for space, k, theta in [
+        (ss.Permutations(4), 2, (0.4, 1.0)),
+        (ss.Permutations(5), 3, (0.3, 1.0)),
+    ]:
+        L = _independent_votes(space, 5000, 7, 1, k=k, theta=theta)
+        copied = _copy(L, 0, 1, np.random.default_rng(0))
+        for votes in (L, copied):
+            stats = VoteStats.from_label_matrix(votes, len(space))
+            assert estimate_n_components(stats.patterns, stats.counts) == k
+
+
+def test_fewer_than_four_lfs_returns_nothing():
+    space = ss.Discrete(3)
+    L = _independent_votes(space, 500, 3, 0)
+    pairs, frame = detect_dependent_pairs(L, space)
+    assert pairs == [] and frame.empty
+    assert list(frame.columns) == list(
+        lf_dependency_test(L[:, [0, 1, 2, 0]], space=space)
+    )
+    X = make_manifold_data(100, space=ss.Sphere(2), noise_scale=[0.1] * 3, seed=0).X
+    assert detect_dependent_pairs(X, ss.Sphere(2))[0] == []
+
+
+def test_seeded_runs_repeat():
+    space = ss.Discrete(3)
+    L = _copy(_independent_votes(space, 3000, 5, 2), 0, 1, np.random.default_rng(0))
+    a = lf_dependency_test(L, space=space, seed=5)
+    b = lf_dependency_test(L, space=space, seed=np.random.default_rng(5))
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_label_model_gives_the_rank():
+    space = ss.Permutations(4)
+    L = _independent_votes(space, 3000, 5, 4, k=2, theta=(0.4, 1.0))
+    stats = VoteStats.from_label_matrix(L, len(space))
+    model = type(
+        "Fitted",
+        (),
+        {"theta_": np.ones(5), "support_": np.arange(2), "space": space, "n_lfs_": 5},
+    )()
+    via_model = lf_dependency_test(L, model, space=space, seed=0)
+    via_rank = lf_dependency_test(L, space=space, n_components=2, seed=0)
+    pd.testing.assert_frame_equal(via_model, via_rank)
+    assert estimate_n_components(stats.patterns, stats.counts) == 2
+
+
+# -- manifolds -------------------------------------------------------------------------
 def test_manifold_residual_is_zero_in_expectation_for_euclidean():
     space = ss.Euclidean(2)
     d = make_manifold_data(
@@ -144,7 +184,7 @@ def test_manifold_residual_is_zero_in_expectation_for_euclidean():
         abstain=0.1,
         seed=0,
     )
-    res = lf_dependency_test(d.X, space=space, n_boot=20)  # expectations only
+    res = lf_dependency_test(d.X, space=space)
     # E d^2(a, b) = e_a + e_b exactly: the others' prediction is unbiased.
     assert np.allclose(res["observed"], res["expected"], rtol=0.01)
     assert np.all(np.abs(res["z"]) < 4.0)
@@ -164,84 +204,94 @@ def test_manifold_copy_pair_flagged(space):
     assert dependent_pairs(lf_dependency_test(X, space=space)) == [(1, 3)]
 
 
-def test_validation_errors():
-    space = ss.Discrete(3)
-    d = make_label_matrix(500, space=space, theta=[1, 1, 1, 1], prior=[1, 1, 1], seed=0)
-    with pytest.raises(ValueError, match="at least 4 labeling functions"):
-        lf_dependency_test(d.L[:, :3], space=space)
-    lm = _plain_model(space, d.L[:, :3])
-    with pytest.raises(ValueError, match="fitted with 3 labeling functions"):
-        lf_dependency_test(d.L, lm, space=space, method="model")
-    with pytest.raises(ValueError, match="fitted on"):
-        lf_dependency_test(
-            np.zeros((10, 4), dtype=int), _plain_model(space, d.L), space=ss.Discrete(4)
-        )
-    with pytest.raises(ValueError, match="alpha"):
-        lf_dependency_test(d.L, space=space, alpha=1.5)
-    with pytest.raises(ValueError, match="method"):
-        lf_dependency_test(d.L, space=space, method="magic")
-    with pytest.raises(ValueError, match="space"):
-        lf_dependency_test(d.L)
-    with pytest.raises(ValueError, match="needs no label model"):
-        lf_dependency_test(np.zeros((5, 4, 2)), lm, space=ss.Euclidean(2))
-    with pytest.raises(TypeError, match="Product"):
-        lf_dependency_test(np.zeros((5, 4, 2)), space=object())
-    with pytest.raises(ValueError, match="lacks columns"):
-        dependent_pairs(d.L)  # not a result frame
+def test_manifold_statistics_add_and_match_the_outputs():
+    space = ss.Sphere(2)
+    X = make_manifold_data(
+        3000, space=space, noise_scale=[0.1, 0.2, 0.15, 0.3, 0.25], seed=1
+    ).X
+    whole = ManifoldPairStats.from_outputs(X, space)
+    parts = sum(ManifoldPairStats.from_outputs(c, space) for c in np.array_split(X, 4))
+    assert parts.n_samples == whole.n_samples == 3000
+    np.testing.assert_allclose(parts.cross_gg, whole.cross_gg)
+    a = detect_dependent_pairs(parts, space, seed=0)
+    b = detect_dependent_pairs(X, space, seed=0)
+    pd.testing.assert_frame_equal(a[1], b[1])
 
 
-def test_false_alarm_rate_on_independent_lfs_is_bounded():
-    # 40 small datasets of conditionally independent LFs (the generating truth):
-    # the family-wise false-alarm rate must be near alpha = 0.05. The bound, at most
-    # 6 of 40, fails with probability > 0.9 for a true rate of 25% (the old Holm/z
-    # test's worst measured cells were 15-20%); it is a check against gross
-    # miscalibration, not a proof of the 5% goal (see the benchmark).
-    space = ss.Discrete(3)
-    flagged = 0
+def test_manifold_false_alarm_rate_on_independent_lfs():
+    # 40 sphere datasets with conditionally independent LFs: at most 5 flagged runs
+    # (see the finite test for what the bound rules out).
+    space = ss.Sphere(2)
+    runs = 0
     for seed in range(40):
-        rng = np.random.default_rng(100 + seed)
-        d = make_label_matrix(
+        rng = np.random.default_rng(seed)
+        X = make_manifold_data(
             3000,
             space=space,
-            theta=rng.uniform(0.8, 2.0, 5),
-            prior=rng.dirichlet(np.full(3, 5.0)),
-            abstain=0.2,
+            noise_scale=rng.uniform(0.02, 0.3, 6),
+            abstain=0.1,
             seed=rng,
-        )
-        res = lf_dependency_test(d.L, space=space, n_boot=100, seed=seed)
-        flagged += bool(res["dependent"].any())
-    assert flagged <= 6
+        ).X
+        runs += bool(detect_dependent_pairs(X, space, seed=seed)[0])
+    assert runs <= 5
 
 
 @pytest.mark.parametrize("space", [ss.Discrete(4), ss.Sphere(2)])
 def test_power_on_a_pair_copying_half_the_votes(space):
-    # LF 1 copies LF 0's vote on a random half of the rows, n = 10,000: flagged
-    # first (the most significant pair) on every dataset.
-    hits = 0
+    # LF 1 copies LF 0's vote on a random half of the rows, n = 10,000, 6 LFs: that
+    # pair is flagged first (the most significant) on every dataset. (Another pair
+    # may follow with probability about alpha: the step-down controls that rate.)
     for seed in range(3):
         rng = np.random.default_rng(seed)
         if isinstance(space, ss.Sphere):
             L = make_manifold_data(
                 10_000, space=space, noise_scale=rng.uniform(0.05, 0.3, 6), seed=rng
-            ).X.copy()
+            ).X
         else:
-            L = make_label_matrix(
-                10_000,
-                space=space,
-                theta=rng.uniform(0.8, 2.0, 6),
-                prior=rng.dirichlet(np.full(4, 5.0)),
-                abstain=0.2,
-                seed=rng,
-            ).L.copy()
-        mask = rng.random(len(L)) < 0.5
-        L[mask, 1] = L[mask, 0]
-        flagged = dependent_pairs(lf_dependency_test(L, space=space, seed=seed))
-        hits += flagged[:1] == [(0, 1)]
-    assert hits == 3
+            L = _independent_votes(space, 10_000, 6, seed)
+        L = _copy(L, 0, 1, rng)
+        _, frame = detect_dependent_pairs(L, space, seed=seed)
+        assert dependent_pairs(frame)[:1] == [(0, 1)]
 
 
-def test_n_boot_too_small_for_alpha_is_refused():
-    space = ss.Discrete(2)
-    d = make_label_matrix(500, space=space, theta=[1, 1, 1, 1], prior=[1, 1], seed=0)
+# -- errors ----------------------------------------------------------------------------
+def test_validation_errors():
+    space = ss.Discrete(3)
+    L = _independent_votes(space, 500, 4, 0)
+    with pytest.raises(ValueError, match="at least 4 labeling functions"):
+        lf_dependency_test(L[:, :3], space=space)
+    three = type(
+        "Fitted", (), {"theta_": np.ones(3), "support_": np.arange(3), "n_lfs_": 3}
+    )()
+    with pytest.raises(ValueError, match="fitted with 3 labeling functions"):
+        lf_dependency_test(L, three, space=space)
+    with pytest.raises(ValueError, match="label-model layer"):
+        lf_dependency_test(L, space=space, method="model")
+    with pytest.raises(ValueError, match="alpha"):
+        lf_dependency_test(L, space=space, alpha=1.5)
+    with pytest.raises(ValueError, match="method"):
+        lf_dependency_test(L, space=space, method="magic")
+    with pytest.raises(ValueError, match="space"):
+        lf_dependency_test(L)
+    with pytest.raises(ValueError, match="needs no label model"):
+        lf_dependency_test(np.zeros((5, 4, 2)), three, space=ss.Euclidean(2))
+    with pytest.raises(TypeError, match="Product"):
+        lf_dependency_test(np.zeros((5, 4, 2)), space=object())
+    with pytest.raises(ValueError, match="lacks columns"):
+        dependent_pairs(pd.DataFrame({"lf_a": [0]}))
     with pytest.raises(ValueError, match="n_boot"):
-        lf_dependency_test(d.L, space=space, n_boot=10, alpha=0.05)
+        lf_dependency_test(L, space=space, n_boot=10, alpha=0.05)
+    with pytest.raises(ValueError, match="lf_names has 2 names"):
+        detect_dependent_pairs(L, space, lf_names=["a", "b"])
+    with pytest.raises(ValueError, match="n_components"):
+        detect_dependent_pairs(L, space, n_components=0)
+    with pytest.raises(ValueError, match="over 3 labels but space has 4"):
+        detect_dependent_pairs(VoteStats.from_label_matrix(L, 3), ss.Discrete(4))
+    weighted = VoteStats(3, np.zeros((1, 4), dtype=np.int64), np.array([0.5]))
+    with pytest.raises(ValueError, match="whole row counts"):
+        detect_dependent_pairs(weighted, space)
+    stats = ManifoldPairStats.from_outputs(np.zeros((5, 4, 3)), ss.Euclidean(3))
+    with pytest.raises(ValueError, match="euclidean statistics"):
+        detect_dependent_pairs(stats, ss.Sphere(2))
+    with pytest.raises(ValueError, match="Cannot add"):
+        stats + ManifoldPairStats.from_outputs(np.zeros((5, 5, 3)), ss.Euclidean(3))
