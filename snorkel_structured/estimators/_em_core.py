@@ -49,6 +49,8 @@ _PSEUDO_VOTES = 1.0
 _DENSE_MAX = DENSE_MAX_LABELS
 # The tensor start needs (r, r) pair tables and an embedding of S: small spaces only.
 _TENSOR_START_MAX = 1000
+# Largest (n_lfs, n_patterns, k) array of gathered distances EM keeps (8 bytes each).
+_GATHER_MAX = 20_000_000
 # Candidate labels scored by the support search (all labels when r is at most this;
 # otherwise the most-voted labels): bounds the (n_patterns, n_candidates) tables.
 _MAX_CANDIDATES = 64
@@ -275,6 +277,25 @@ def support_log_table(
     return _mix_outliers(W, np.asarray(eps, dtype=np.float64), np.asarray(log_h))
 
 
+def pattern_weights(P: np.ndarray, groups: np.ndarray | None) -> np.ndarray | None:
+    """(u, m) weight of each vote: 1 / (LFs of its group that voted in the pattern).
+
+    A group of dependent LFs speaks with one voice where several of them vote, and
+    with its full voice where one votes alone (a weight of 1/g for every vote would
+    also discount a lone vote, and collapsed the posterior of an LF that votes on
+    most rows alone onto the prior). None when every group is a single LF.
+    """
+    if groups is None:
+        return None
+    groups = np.asarray(groups, dtype=np.int64)
+    if np.unique(groups).size == groups.size:
+        return None
+    voted = (np.asarray(P) != ABSTAIN).astype(np.float64)
+    onehot = np.eye(int(groups.max()) + 1)[groups]  # (m, n_groups)
+    n_voting = (voted @ onehot)[:, groups]  # (u, m)
+    return np.where(voted > 0, 1.0 / np.maximum(n_voting, 1.0), 1.0)
+
+
 class _Problem:
     """Pattern-level arrays shared by every EM run on one VoteStats.
 
@@ -289,13 +310,18 @@ class _Problem:
         stats: VoteStats,
         sq: _SqDists,
         labeled: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-        vote_weights: np.ndarray | None = None,
+        groups: np.ndarray | None = None,
         log_h: np.ndarray | None = None,
+        prior_pseudo_count: float = 0.0,
+        weigh_groups: bool = True,
     ) -> None:
         self.sq = sq
-        # Each LF's weight in the likelihood (1/g in a group of g declared-dependent
-        # LFs: the group speaks with one voice); None = all 1.
-        self.vote_weights = vote_weights
+        # Group of each LF (dependent LFs share one; None: all independent). In a
+        # pattern where j LFs of a group voted, each of their votes weighs 1/j in the
+        # likelihood: the group speaks with one voice (see pattern_weights).
+        self.groups = groups
+        # Dirichlet pseudo-count per label in the prior's M-step (see prior_step).
+        self.prior_pseudo_count = float(prior_pseudo_count)
         self.r = sq.r
         self.P = np.asarray(stats.patterns)
         self.c = np.asarray(stats.counts, dtype=np.float64)
@@ -311,15 +337,25 @@ class _Problem:
         self.u, self.m = self.P.shape
         self.n = float(self.c.sum())
         self.voted = self.P != ABSTAIN
+        self.weigh_groups = weigh_groups
+        self.pw = pattern_weights(self.P, groups) if weigh_groups else None
+        # each vote's weight, 0 for abstains (float: BLAS products; bool is slow)
+        self.voted_f = self.voted.astype(np.float64)
+        if self.pw is not None:
+            self.voted_f *= self.pw
         self.cv = self.c[:, None] * self.voted  # (u, m) count where a voted
         self.n_voted = self.cv.sum(0)  # (m,)
         rows_i, cols_a = np.nonzero(self.voted)
         cols = cols_a * (self.r + 1) + self.P[rows_i, cols_a] + 1
         shape = (self.u, self.m * (self.r + 1))
-        self.X = sp.csr_matrix((np.ones(rows_i.size), (rows_i, cols)), shape=shape)
-        self.XcT = sp.csr_matrix((self.c[rows_i], (cols, rows_i)), shape=shape[::-1])
-        # vote histogram per LF, (m, r)
-        self.hist = np.asarray(self.XcT.sum(axis=1)).reshape(self.m, self.r + 1)[:, 1:]
+        wv = self.voted_f[rows_i, cols_a]
+        self.X = sp.csr_matrix((wv, (rows_i, cols)), shape=shape)
+        self.XcT = sp.csr_matrix(
+            (self.c[rows_i] * wv, (cols, rows_i)), shape=shape[::-1]
+        )
+        # vote histogram per LF, (m, r), counting every vote once
+        hist = np.bincount(cols, weights=self.c[rows_i], minlength=shape[1])
+        self.hist = hist.reshape(self.m, self.r + 1)[:, 1:]
         # Each LF's own vote distribution: the outlier component of the robust family
         # (``log_h`` given: estimated elsewhere, e.g. on the rows a model was fitted to).
         if log_h is None:
@@ -342,6 +378,7 @@ class _Problem:
             self.cA.sum(0) @ np.log(rate) + self.n_voted @ np.log1p(-rate)
         )
         self._dists: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._gathered: tuple[bytes, Any] = (b"", None)
         self._rows_cache: tuple[bytes, Any] = (b"", None)
         self._dists_cache: tuple[bytes, Any] = (b"", None)
         self._table_cache: tuple[Any, Any] = (None, None)
@@ -393,10 +430,7 @@ class _Problem:
         Rows for abstain (v = -1) are 0. ``theta`` is (m,) or (m, k) (per label of T);
         ``eps`` (m,), when given, mixes in the outlier component.
         """
-        W = self.tables(theta, T, eps)[1]
-        if self.vote_weights is not None:
-            W = W * self.vote_weights[:, None, None]
-        return W.reshape(-1, T.size)
+        return self.tables(theta, T, eps)[1].reshape(-1, T.size)
 
     def tables(
         self, theta: np.ndarray, T: np.ndarray, eps: np.ndarray | None
@@ -426,6 +460,42 @@ class _Problem:
         """(u, k): log P(pattern i | Y = T_j)."""
         return np.asarray(self.X @ W)
 
+    def gathered(self, T: np.ndarray) -> np.ndarray | None:
+        """(m, u, k) d^p from each pattern's vote of LF a to T_j (0 where a abstains).
+
+        The paper's family is linear in these: log P(pattern | T_j) = -sum_a
+        theta_a D[a, :, j] - sum_a [a voted] log Z_a(T_j), and the M-step's moment
+        sums are sum_i c_i R_ij D[a, i, j]. Built once per support, it replaces
+        the (m (r + 1), k) table and both sparse products of every EM step. None
+        when it would exceed _GATHER_MAX entries (EM then uses the tables).
+        """
+        if self.m * self.u * T.size > _GATHER_MAX:
+            return None
+        key = T.tobytes()
+        if self._gathered[0] != key:
+            ST = self.rows(T)  # (k, r)
+            D = np.empty((self.m, self.u, T.size))
+            for a in range(self.m):  # one (u, k) gather per LF, times the vote weight
+                D[a] = ST[:, np.maximum(self.P[:, a], 0)].T
+                D[a] *= self.voted_f[:, a : a + 1]
+            self._gathered = (key, D)
+        return self._gathered[1]
+
+    def _fast_log_lik(self, theta: np.ndarray, T: np.ndarray) -> np.ndarray | None:
+        """(u, k) log P(pattern | T_j) of the paper's family from :meth:`gathered`."""
+        D = self.gathered(T)
+        if D is None:
+            return None
+        vals, logmult = self.dists(T)
+        th = np.broadcast_to(
+            theta[:, None] if theta.ndim == 1 else theta, (self.m, T.size)
+        )
+        logz, _, _ = _dist_moments(th[:, :, None], vals[None], logmult[None])
+        G = -(self.voted_f @ logz)
+        for a in range(self.m):  # m axpys of (u, k): einsum does not vectorize this
+            G -= th[a][None, :] * D[a]
+        return G
+
     def e_step(
         self,
         log_w: np.ndarray,
@@ -441,7 +511,10 @@ class _Problem:
         Without it abstains are independent of Y: they drop out of R, and the
         log-likelihood counts them at each LF's overall abstain rate.
         """
-        G = self.log_lik_given(self.log_table(theta, T, eps)) + log_w[None, :]
+        G = self._fast_log_lik(theta, T) if eps is None else None
+        if G is None:
+            G = self.log_lik_given(self.log_table(theta, T, eps))
+        G += log_w[None, :]
         if alpha is not None:
             G += self.abstained @ np.log(alpha) + self.voted @ np.log1p(-alpha)
         mx = G.max(axis=1, keepdims=True)
@@ -477,6 +550,19 @@ class _Problem:
         cond, counts, used = self.conditional_loglik_rows(log_w, theta, T, alpha, eps)
         return float(counts @ cond), float(counts @ used)
 
+    def vote_log_terms(
+        self, theta: np.ndarray, T: np.ndarray, eps: np.ndarray | None = None
+    ) -> np.ndarray:
+        """(u, m, k): each pattern's weighted log P(lambda_a = its vote | T_j) (0 for
+        an abstain)."""
+        W = self.log_table(theta, T, eps).reshape(self.m, self.r + 1, T.size)
+        per_lf = np.empty((self.u, self.m, T.size))
+        for a in range(self.m):  # m gathers of (u, k)
+            per_lf[:, a, :] = W[a][self.P[:, a] + 1]
+        if self.pw is not None:
+            per_lf *= self.pw[:, :, None]
+        return per_lf
+
     def conditional_loglik_rows(
         self,
         log_w: np.ndarray,
@@ -490,10 +576,7 @@ class _Problem:
         Patterns that cannot count (fewer than two votes, or labeled) have value 0.
         """
         k = T.size
-        W = self.log_table(theta, T, eps).reshape(self.m, self.r + 1, k)
-        per_lf = np.empty((self.u, self.m, k))
-        for a in range(self.m):  # m gathers of (u, k)
-            per_lf[:, a, :] = W[a][self.P[:, a] + 1]
+        per_lf = self.vote_log_terms(theta, T, eps)
         if alpha is None:  # abstains independent of Y: each LF's overall rate
             rate = np.clip(self.abstain_rate, _ALPHA_MIN, 1.0 - _ALPHA_MIN)
             alpha = np.repeat(rate[:, None], k, axis=1)
@@ -518,6 +601,58 @@ class _Problem:
         used_all[rows] = counted.any(axis=1)
         return cond_all, self.c, used_all
 
+    def leave_one_out_risk(
+        self,
+        log_w: np.ndarray,
+        theta: np.ndarray,
+        T: np.ndarray,
+        alpha: np.ndarray | None = None,
+        eps: np.ndarray | None = None,
+        groups: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Per pattern, sum over LFs a of d(MAP without a's group, lambda_a), (u,).
+
+        Each vote is a noisy label for the model's answer from the *other* LFs: when
+        LF a is conditionally independent of them given Y, E d(yhat_{-a}, lambda_a)
+        ranks models as their error E d(yhat_{-a}, Y) does, up to a term that does
+        not depend on the model (exactly so for squared distances in Euclidean
+        space). It scores what a model predicts, not how well it fits the votes:
+        a likelihood rewards a model that explains agreements by dependence or
+        outliers even when its answers get worse. ``groups`` (n_lfs,) leaves each
+        LF's whole group of dependent LFs out (they would vouch for each other).
+        A vote counts where an LF outside its group voted too.
+        """
+        per_lf = self.vote_log_terms(theta, T, eps)
+        if alpha is not None:
+            per_lf += np.where(
+                self.voted[:, :, None], np.log1p(-alpha)[None], np.log(alpha)[None]
+            )
+        G = per_lf.sum(axis=1) + log_w[None, :]  # (u, k)
+        groups = self.groups if groups is None else groups
+        groups = np.arange(self.m) if groups is None else np.asarray(groups)
+        D_T = np.sqrt(np.maximum(self.sq.sq_rows(T), 0.0))  # (k, r)
+        risk = np.zeros(self.u)
+        for g in np.unique(groups):  # one (u, k) argmax per group
+            members = groups == g
+            others = (self.voted & ~members[None, :]).any(axis=1)
+            yhat = np.argmax(G - per_lf[:, members, :].sum(axis=1), axis=1)
+            votes = self.P[:, members]
+            d = D_T[yhat[:, None], np.maximum(votes, 0)]  # (u, |g|)
+            counted = (votes != ABSTAIN) & others[:, None] & ~self.labeled[:, None]
+            risk += np.where(counted, d, 0.0).sum(axis=1)
+        return risk
+
+    def prior_step(self, R: np.ndarray) -> np.ndarray:
+        """The prior's M-step: posterior mass per label, plus ``prior_pseudo_count``.
+
+        The pseudo-count (a Dirichlet prior on the weights) keeps every label of a
+        large support predictable: maximum likelihood sends the weight of a label
+        whose rows its neighbours can explain to 0 (1e-306 on a 676-node tree),
+        after which no vote can make it the answer.
+        """
+        a = self.prior_pseudo_count
+        return (self.c @ R + a) / max(self.n + a * R.shape[1], 1e-300)
+
     def m_step_alpha(self, R: np.ndarray) -> np.ndarray:
         """P(abstain | Y = T_j) per LF, (m, k): posterior-weighted abstain rates.
 
@@ -541,6 +676,11 @@ class _Problem:
         rates (m,): each vote's mass is split between the noise model and the outlier
         component by their shares of its probability under (theta, eps)."""
         k = T.size
+        D = self.gathered(T) if eps is None else None
+        if D is not None:
+            cR = self.c[:, None] * R
+            num = np.stack([(cR * D[a]).sum(axis=0) for a in range(self.m)])
+            return self.voted_f.T @ cR, num, None
         H = np.asarray(self.XcT @ R).reshape(self.m, self.r + 1, k)[:, 1:, :]
         new_eps = None
         if eps is not None:
@@ -569,7 +709,7 @@ class _Problem:
         ``shared``: one theta for every LF (the unweighted vote, as a model). ``eps``:
         the outlier rates, re-estimated (None without the outlier component).
         """
-        w = self.c @ R / max(self.n, 1e-300)
+        w = self.prior_step(R)
         k = T.size
         N, num, eps = self.vote_moments(R, T, theta, eps)
         ST = self.rows(T)
@@ -714,7 +854,7 @@ def _run_em(
         R, ll = prob.e_step(np.log(np.maximum(w_, 1e-300)), th, T, al, ep)
         al_new = None if al is None else prob.m_step_alpha(R)
         if fixed_theta:
-            return (w_given if fixed_w else prob.c @ R / prob.n), th, al_new, ep, ll
+            return (w_given if fixed_w else prob.prior_step(R)), th, al_new, ep, ll
         w_new, th_new, ep_new = prob.m_step(R, th, T, label_dependent, shared, ep)
         return (w_given if fixed_w else w_new), th_new, al_new, ep_new, ll
 

@@ -193,6 +193,7 @@ def choose_family(
 ) -> FamilyChoice:
     """Pick (power, outliers, dev weight, shrinkage) by held-out score; refit it.
 
+
     ``base`` is the fit of the paper's family (p = 2, no outliers) on ``base_prob``
     with the noise variant ``noise_model`` (its prior, theta and abstain modes are
     kept for every candidate). With labeled rows, a candidate also sets their weight
@@ -213,7 +214,9 @@ def choose_family(
     if labeled is not None:
         n_lab = float(np.sum(labeled[1]))
         weights = (1.0, max(1.0, float(np.sum(stats.counts)) / max(n_lab, 1.0)))
-    vw = base_prob.vote_weights
+    vw = base_prob.groups
+    pc = base_prob.prior_pseudo_count
+    wg = base_prob.weigh_groups
 
     def weighted(lab: Any, omega: float) -> Any:
         return None if lab is None else (lab[0], lab[1] * omega, lab[2])
@@ -221,7 +224,14 @@ def choose_family(
     def refit(p: float, o: bool, omega: float) -> tuple[EMFit, _Problem]:
         if (p, o, omega) == (2.0, False, 1.0):
             return base, base_prob
-        prob = _Problem(stats, _SqDists(S, p), weighted(labeled, omega), vw)
+        prob = _Problem(
+            stats,
+            _SqDists(S, p),
+            weighted(labeled, omega),
+            vw,
+            prior_pseudo_count=pc,
+            weigh_groups=wg,
+        )
         # From the base (not the halves' fits): a symmetric problem stays symmetric.
         th0 = _start_theta(base, base_prob, prob.sq)
         return _fit(prob, T, base, th0, o, options), prob
@@ -246,11 +256,24 @@ def choose_family(
     lab_rows: dict[tuple[float, bool, float, float], list[Any]] = {}
     for p, o, omega in candidates:
         sq = _SqDists(S, p)
-        fit_on = [_Problem(st, sq, weighted(lab, omega), vw) for st, lab in halves]
+        fit_on = [
+            _Problem(
+                st, sq, weighted(lab, omega), vw, prior_pseudo_count=pc, weigh_groups=wg
+            )
+            for st, lab in halves
+        ]
         # An outlier vote is drawn from the LF's vote distribution as estimated on
         # the fitting half: the held-out half's own would leak its votes.
         score_on = [
-            _Problem(st, sq, lab, vw, log_h=fit_on[1 - j].log_h)
+            _Problem(
+                st,
+                sq,
+                lab,
+                vw,
+                log_h=fit_on[1 - j].log_h,
+                prior_pseudo_count=pc,
+                weigh_groups=wg,
+            )
             for j, (st, lab) in enumerate(halves)
         ]
         th0 = _start_theta(base, base_prob, sq)
@@ -294,10 +317,45 @@ def choose_family(
     p, o, omega, s = best
     fit, prob = refit(p, o, omega)
     if omega != 1.0:  # the fitted problem, with the labeled rows counted once
-        prob = _Problem(stats, _SqDists(S, p), labeled, vw)
+        prob = _Problem(
+            stats, _SqDists(S, p), labeled, vw, prior_pseudo_count=pc, weigh_groups=wg
+        )
     return FamilyChoice(
         p, o, s, omega, _with_theta(fit, shrink_theta(fit.theta, s)), prob, scores
     )
+
+
+# The model chosen by held-out likelihood is replaced by the unweighted vote when the
+# latter's leave-one-out risk is lower by this many standard errors; the choice is
+# said to rest on little evidence when the unweighted vote's risk is lower at all by
+# more than RISK_WARN_SE standard errors.
+RISK_MIN_SE = 2.0
+RISK_WARN_SE = 1.0
+
+
+def unweighted_safety_net(
+    prob: _Problem, equal_prob: _Problem, T: np.ndarray, fit: EMFit, equal: EMFit
+) -> tuple[bool, float]:
+    """Whether the unweighted model ``equal`` should replace ``fit``, and the evidence.
+
+    Both are scored by :meth:`_Problem.leave_one_out_risk`: the distance from each
+    LF's vote to the model's answer from the LFs outside its dependency group, in the
+    space's own metric. Held-out likelihood rewards a model that explains how LFs
+    agree, even by trusting LFs that share a source or by an outlier component, when
+    its answers get worse; this criterion scores the answers. Returns (replace,
+    z) with z the risk advantage of ``fit`` over ``equal`` in standard errors of the
+    paired per-row difference (positive: ``fit`` predicts the held-out votes better).
+    """
+    risks = []
+    for pr, f in ((prob, fit), (equal_prob, equal)):
+        risk = pr.leave_one_out_risk(
+            np.log(np.maximum(f.w, 1e-300)), f.theta, T, f.alpha, f.eps
+        )
+        risks.append([(-risk, prob.c)])
+    gain = float(risks[0][0][0] @ prob.c - risks[1][0][0] @ prob.c)
+    se = _gain_se(risks[0], risks[1])
+    z = gain / se if se > 0 else (0.0 if gain == 0 else np.sign(gain) * np.inf)
+    return bool(z < -RISK_MIN_SE), float(z)
 
 
 def _start_theta(base: EMFit, base_prob: _Problem, sq: _SqDists) -> np.ndarray:

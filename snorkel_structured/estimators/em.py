@@ -34,7 +34,14 @@ from snorkel_structured.estimators._em_core import (
     _SqDists,
     support_log_table,
 )
-from snorkel_structured.estimators._noise_family import choose_family
+from snorkel_structured.estimators._noise_family import (
+    RISK_MIN_SE,
+    RISK_WARN_SE,
+    _with_theta,
+    choose_family,
+    shrink_theta,
+    unweighted_safety_net,
+)
 from snorkel_structured.estimators._stats import VoteStats
 from snorkel_structured.estimators._support_search import (
     _bic_penalty,
@@ -110,6 +117,10 @@ class MLEEstimate:
     @property
     def abstain_dependent(self) -> bool:
         return self.abstain is not None
+
+
+# A given support above this many labels is fitted to 1e-6 per row (see mle_estimate).
+_SLOW_PRIOR = 16
 
 
 def _tensor_start(
@@ -396,8 +407,10 @@ def mle_estimate(
     powers: tuple[float, ...] = (2.0,),
     outliers: tuple[bool, ...] = (False,),
     shrinkages: tuple[float, ...] = (0.0,),
-    vote_weights: np.ndarray | None = None,
     dependencies: Any = (),
+    groups: np.ndarray | None = None,
+    prior_pseudo_count: float = 0.0,
+    weigh_groups: bool = True,
     progress_bar: bool = False,
 ) -> MLEEstimate:
     """Maximum-likelihood prior and theta of the finite noise model (EM over patterns).
@@ -447,11 +460,17 @@ def mle_estimate(
         Candidate noise powers p (exp(-theta d^p)), outlier components and
         shrinkages toward equal thetas; with more than one candidate the choice is
         made on held-out rows (:func:`._noise_family.choose_family`).
-    vote_weights : ndarray of shape (n_lfs,), optional
-        Each LF's weight in the likelihood (e.g. 1/g for a group of g dependent
-        LFs); default 1.
     dependencies : sequence of (int, int), default=()
         Dependent LF pairs, kept out of the tensor start's triplets.
+    groups : ndarray of int of shape (n_lfs,), optional
+        Group of each LF (LFs joined by dependencies share one). Where j LFs of a
+        group vote on a row, each vote weighs 1/j in the likelihood (the group
+        speaks with one voice), and the choice of family and shrinkage scores each
+        LF's votes against the model's answer from the LFs outside its group.
+    prior_pseudo_count : float, default=0
+        Dirichlet pseudo-count added to every label of the support in the prior's
+        M-step (MAP instead of maximum likelihood), so that no label of a large
+        support is driven to a weight no vote can overcome.
     progress_bar : bool, default=False
         Show a tqdm progress bar over the EM starting points (the tensor start, the
         search and its ``n_restarts``): with many restarts on many vote patterns
@@ -492,7 +511,13 @@ def mle_estimate(
     rng = check_seed(seed)
     label_variants = _variants(label_dependent, "label_dependent")
     sq = _SqDists(S)
-    prob = _Problem(stats, sq, vote_weights=vote_weights)
+    prob = _Problem(
+        stats,
+        sq,
+        groups=groups,
+        prior_pseudo_count=prior_pseudo_count,
+        weigh_groups=weigh_groups,
+    )
     abstain_variants = _variants(abstain_dependent, "abstain_dependent")
     if not prob.any_abstain:
         abstain_variants = (False,)
@@ -517,6 +542,11 @@ def mle_estimate(
     free_size = n_components is None and not given
     penalty = _bic_penalty(prob)
     C = prob.candidates() if not given else None
+    if given and starts and starts[0][1].size > _SLOW_PRIOR:
+        # A prior over hundreds of labels creeps for hundreds of iterations at 1e-8
+        # per row while theta has long settled (measured: 415 vs 190 iterations
+        # at 1e-6 and 1e-5 on S6, thetas equal to 3 digits): 1e-6 per row.
+        tol = max(tol, 1e-6)
     opts = dict(fixed_w=fixed, label_dependent=False, max_iter=max_iter, tol=tol)
     best = None  # (score, name, T, fit)
     for name, T, w, th in tqdm(
@@ -580,9 +610,15 @@ def mle_estimate(
             th_ext = fit.theta
             T = np.concatenate([T, new])
             fit = EMFit(w_ext / w_ext.sum(), th_ext, None, fit.ll, it, True)
-        prob = _Problem(stats, sq, labeled, vote_weights)
+        prob = _Problem(
+            stats, sq, labeled, groups, prior_pseudo_count=prior_pseudo_count
+        )
         fit = _run_em(prob, T, fit.w, fit.theta.copy(), **opts)
         it += fit.n_iter
+    theta_modes = {
+        (False, True): ("shared", "lf", "label") if plain_classes else ("shared", "lf"),
+        (True,): ("label",),
+    }.get(label_variants, ("lf",))
     fit, noise_model, n_iter = _choose_noise_model(
         prob,
         T,
@@ -590,12 +626,7 @@ def mle_estimate(
         prior_modes=("fixed",)
         if fixed
         else (("free", "uniform") if plain_classes else ("free",)),
-        theta_modes={
-            (False, True): ("shared", "lf", "label")
-            if plain_classes
-            else ("shared", "lf"),
-            (True,): ("label",),
-        }.get(label_variants, ("lf",)),
+        theta_modes=theta_modes,
         abstain_modes=abstain_variants,
         max_iter=max_iter,
         tol=tol,
@@ -616,7 +647,51 @@ def mle_estimate(
         tol=tol,
         base_prob=prob,
     )
+    paper_fit, paper_prob = fit, prob
     fit, prob = choice.fit, choice.prob
+    noise_model = dict(
+        noise_model,
+        power=choice.power,
+        outliers=choice.outliers,
+        shrinkage=choice.shrinkage,
+    )
+    if (
+        labeled is None
+        and 1.0 in shrinkages
+        and fit.theta.ndim == 1
+        and paper_prob.pw is None  # declared groups: the user's structure stands
+    ):
+        # The unsupervised safety net: the unweighted vote (the paper's family, every
+        # LF weighing the same) replaces the choice when it predicts held-out votes
+        # significantly better.
+        equal = _with_theta(paper_fit, shrink_theta(paper_fit.theta, 1.0))
+        replace, z = unweighted_safety_net(prob, paper_prob, T, fit, equal)
+        if shrinkages == (1.0,):
+            # Both are unweighted votes (equal weights imposed): which family is a
+            # free choice, by the risk alone.
+            replace = z < 0
+        noise_model["safety_net_z"] = z
+        if replace:
+            fit, prob = equal, paper_prob
+            noise_model.update(power=2.0, outliers=False, shrinkage=1.0)
+        elif z < -RISK_WARN_SE and np.ptp(fit.theta) > 0:
+            msg = (
+                f"The label model's weights rest on little evidence: the unweighted "
+                f"vote predicts held-out LFs' votes better by {-z:.1f} standard "
+                f"errors (not the {RISK_MIN_SE:g} that would replace it). Check it "
+                "against a few labeled rows (fit(..., L_dev=, Y_dev=) then chooses "
+                "by cross-validation) or set shrinkage=1."
+            )
+            msgs.append(msg)
+            _warnings.warn(msg, IdentifiabilityWarning, stacklevel=2)
+    if not fixed and not np.any(fit.theta) and fit.alpha is None and fit.eps is None:
+        # Every LF at theta = 0: the votes say nothing of Y and every prior has the same
+        # likelihood, so where EM stopped is an accident of its path (and of the unit
+        # of the distances). The uniform prior, with the same likelihood, instead.
+        fit = _with_theta(
+            EMFit(np.full(T.size, 1.0 / T.size), fit.theta, None, 0.0, 0, True),
+            fit.theta,
+        )
     fit = EMFit(
         fit.w,
         fit.theta,
@@ -627,12 +702,6 @@ def mle_estimate(
         fit.n_iter,
         fit.converged,
         fit.eps,
-    )
-    noise_model = dict(
-        noise_model,
-        power=choice.power,
-        outliers=choice.outliers,
-        shrinkage=choice.shrinkage,
     )
     if labeled is not None:
         noise_model["dev_weight"] = choice.dev_weight

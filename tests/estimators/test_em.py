@@ -102,9 +102,9 @@ def test_constant_lf_at_theta_bound_is_flagged():
     L = data.L.copy()
     L[:, 2] = data.support[0]
     with pytest.warns(ss.IdentifiabilityWarning, match=r"LF\(s\) \[2\] reached theta"):
-        ss.StructuredLabelModel(data.space, estimator="mle", seed=0).fit(
-            L, progress_bar=False
-        )
+        ss.StructuredLabelModel(
+            data.space, estimator="mle", seed=0, prior_support="search"
+        ).fit(L, progress_bar=False)
 
 
 def test_free_support_size_is_chosen_by_bic_not_raw_likelihood():
@@ -116,9 +116,9 @@ def test_free_support_size_is_chosen_by_bic_not_raw_likelihood():
         data = make_ranking_data(1000, theta=(0.0, 0.0, 1.0), seed=seed)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            lm = ss.StructuredLabelModel(data.space, estimator="mle", seed=seed).fit(
-                data.L, progress_bar=False
-            )
+            lm = ss.StructuredLabelModel(
+                data.space, estimator="mle", seed=seed, prior_support="search"
+            ).fit(data.L, progress_bar=False)
         assert set(data.support) <= set(lm.support_)
         sizes.append(lm.support_.size)
     assert max(sizes) <= 3
