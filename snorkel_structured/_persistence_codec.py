@@ -40,6 +40,8 @@ class _Codec:
     cls: type
     fields: tuple[str, ...]
     build: Callable[[dict[str, Any]], Any]
+    # fields that files written before they existed lack (built with the default)
+    optional: tuple[str, ...] = ()
 
 
 def _registry() -> dict[str, _Codec]:
@@ -60,8 +62,9 @@ def _registry() -> dict[str, _Codec]:
     codecs.append(
         _Codec(
             _SupportPosterior,
-            ("table", "log_prior", "support", "r"),
+            ("table", "log_prior", "support", "r", "groups"),
             lambda kw: _SupportPosterior(**kw),
+            optional=("groups",),
         )
     )
     for cls in (WrappedNormal, RiemannianGaussian):
@@ -414,13 +417,22 @@ class _Decoder:
                 "(it is not imported).",
             )
         fields = node["fields"]
-        if not isinstance(fields, dict) or set(fields) != set(codec.fields):
+        known = set(fields) | set(codec.optional) if isinstance(fields, dict) else None
+        if (
+            known is None
+            or set(fields) - set(codec.fields)
+            or known != set(codec.fields)
+        ):
             raise self._fail(
                 path,
                 f"must have the fields {list(codec.fields)} of {name}; got "
                 f"{sorted(fields) if isinstance(fields, dict) else fields!r}.",
             )
-        kw = {f: self.decode(fields[f], f"{path}.{f}") for f in codec.fields}
+        kw = {
+            f: self.decode(fields[f], f"{path}.{f}")
+            for f in codec.fields
+            if f in fields
+        }
         try:
             return codec.build(kw)
         except (ValueError, TypeError, AttributeError) as e:

@@ -18,7 +18,18 @@ from scipy.sparse.csgraph import connected_components
 from snorkel_structured import _warnings
 from snorkel_structured.exceptions import IdentifiabilityWarning
 
-__all__ = ["check_dependencies", "dependency_groups", "dependency_weights"]
+__all__ = [
+    "DEPENDENCE_MIN_RATIO",
+    "check_dependencies",
+    "dependency_groups",
+    "dependency_weights",
+]
+
+# dependencies="auto" declares a flagged pair only when its LFs are at least this many
+# times closer than independence predicts (finite: agree this many times as often;
+# manifolds: d^2, 1 - cos d or cosh d - 1 this many times smaller), or when
+# independence predicts nothing.
+DEPENDENCE_MIN_RATIO = 2.0
 
 
 def check_dependencies(dependencies: Any, n_lfs: int) -> list[tuple[int, int]]:
@@ -70,9 +81,10 @@ def dependency_weights(pairs: list[tuple[int, int]], n_lfs: int) -> np.ndarray |
     sizes = np.bincount(groups)
     if sizes.size < 3:
         _warnings.warn(
-            f"The declared dependencies leave {sizes.size} groups of independent LFs; "
-            "at least 3 are needed to identify each LF's noise. Add LFs that use "
-            "other sources, or label a few rows (L_dev, Y_dev).",
+            f"The dependencies leave {sizes.size} groups of independent LFs; at "
+            "least 3 are needed to identify each LF's noise, so the label model "
+            "weighs every LF the same (the unweighted vote). Add LFs that use other "
+            "sources, or label a few rows (L_dev, Y_dev).",
             IdentifiabilityWarning,
             stacklevel=4,
         )

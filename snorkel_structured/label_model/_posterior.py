@@ -23,7 +23,7 @@ from snorkel_structured._validation import (
     check_label_matrix,
     check_seed,
 )
-from snorkel_structured.estimators._em_core import support_log_table
+from snorkel_structured.estimators._em_core import pattern_weights, support_log_table
 from snorkel_structured.estimators._stats import unique_rows
 from snorkel_structured.spaces.finite import DENSE_MAX_LABELS
 
@@ -52,13 +52,20 @@ class _SupportPosterior:
     """
 
     def __init__(
-        self, table: np.ndarray, log_prior: np.ndarray, support: np.ndarray, r: int
+        self,
+        table: np.ndarray,
+        log_prior: np.ndarray,
+        support: np.ndarray,
+        r: int,
+        groups: np.ndarray | None = None,
     ) -> None:
         self.table = table
         self.log_prior = log_prior
         self.support = support
         self.r = r
         self.n_lfs = table.shape[0]
+        # dependency groups: votes of j LFs of one group weigh 1/j each
+        self.groups = groups
 
     def check(self, L: Any, name: str = "L") -> np.ndarray:
         return check_label_matrix(
@@ -69,8 +76,10 @@ class _SupportPosterior:
         """log P(Y = support_j | pattern) over the unique rows, and the inverse map."""
         patterns, inverse = unique_rows(L, self.r)
         out = np.tile(self.log_prior, (patterns.shape[0], 1))
+        pw = pattern_weights(patterns, getattr(self, "groups", None))
         for a in range(self.n_lfs):  # one (n_patterns, k) gather per LF
-            out += self.table[a][patterns[:, a] + 1]
+            term = self.table[a][patterns[:, a] + 1]
+            out += term if pw is None else term * pw[:, a : a + 1]
         # Rows where no LF voted get the prior, as in Snorkel (even when the model's
         # abstains depend on Y); votes impossible under every supported label too.
         no_votes = (patterns == ABSTAIN).all(axis=1)

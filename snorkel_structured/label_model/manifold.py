@@ -13,21 +13,14 @@ from sklearn.base import BaseEstimator
 from snorkel_structured import _warnings
 from snorkel_structured._chunks import (
     is_dask_collection,
-    map_partitions_to_array,
     reduce_stats,
 )
 from snorkel_structured._persistence import (
     PersistenceMixin,
-    check_state_array,
-    state_attr,
-    state_float,
-    state_int,
 )
 from snorkel_structured._validation import (
-    check_is_fitted,
     check_manifold_outputs,
     check_points,
-    check_scalar,
     check_seed,
 )
 from snorkel_structured.estimators._manifold_stats import (
@@ -36,44 +29,40 @@ from snorkel_structured.estimators._manifold_stats import (
 )
 from snorkel_structured.estimators.robust_manifold import (
     MAX_OUTLIER_RATE,
-    OutlierBackground,
     fit_background,
     heldout_loglik,
     inlier_floor,
     outlier_screen,
     quantile_sq_dist,
     robust_em,
-    robust_frechet_mean,
-    robust_responsibilities,
-    split_group_weights,
 )
 from snorkel_structured.estimators.triplet import (
     pair_sq_dist_estimate,
     triplet_estimate,
     uws_estimate,
 )
-from snorkel_structured.exceptions import ConvergenceWarning
+from snorkel_structured.exceptions import ConvergenceWarning, IdentifiabilityWarning
 from snorkel_structured.label_model._dependency_groups import (
+    DEPENDENCE_MIN_RATIO,
     check_dependencies,
     dependency_groups,
 )
-from snorkel_structured.label_model._manifold_scoring import (
-    posterior_spread,
-    score_points,
+from snorkel_structured.label_model._manifold_checks import (
+    ManifoldChecks,
+    _as_outputs,
+)
+from snorkel_structured.label_model._manifold_predict import (
+    ManifoldPredictMethods,
+    _combine,
 )
 from snorkel_structured.label_model._manifold_shrinkage import eb_shrink
 from snorkel_structured.noise.manifold import (
-    RiemannianGaussian,
-    WrappedNormal,
     make_noise,
 )
 from snorkel_structured.spaces.manifolds import Euclidean, Hyperbolic, Sphere
 
 __all__ = ["ManifoldLabelModel"]
 
-ESTIMATORS = ("triplet", "pair_sq_dist", "uws")
-WEIGHTINGS = ("inverse_variance", "beta_squared")
-ROBUST = ("auto", True, False)
 # The robust fit iterates over the raw rows: beyond this many it uses a seeded sample.
 ROBUST_MAX_ROWS = 50_000
 # The held-out choice fits the robust model twice (once per fold) on at most this many
@@ -89,21 +78,6 @@ MAX_CURVED_VARIANCE = 1.0
 # Weight exponents p (w_a ∝ E d^2_a^-p) a labeled dev set chooses among: 0 is the
 # unweighted Frechet mean, 1 inverse variance, 2 the paper's beta^2, 4 nearly the best LF.
 DEV_EXPONENTS = (0.0, 0.5, 1.0, 2.0, 4.0)
-
-
-def _as_outputs(chunk: Any, space: Any) -> np.ndarray:
-    """A chunk as (n, n_lfs, ambient_dim): 2-D chunks (Dask DataFrame partitions) hold
-    each row's LF outputs side by side, n_lfs * ambient_dim columns."""
-    try:
-        arr = np.asarray(chunk.to_numpy() if hasattr(chunk, "to_numpy") else chunk)
-    except (
-        ValueError
-    ):  # ragged (e.g. None for abstains): check_manifold_outputs says so
-        return chunk
-    D = space.ambient_dim
-    if arr.ndim == 2 and arr.shape[1] % D == 0:
-        arr = arr.reshape(arr.shape[0], -1, D)
-    return arr
 
 
 def _chunk_stats(
@@ -155,38 +129,9 @@ def _floored(est: Any, noise: Any, e_min: float) -> Any:
     )
 
 
-def _predict_block(
-    chunk: Any,
-    *,
-    space: Any,
-    atol: float,
-    n_lfs: int,
-    weights: np.ndarray,
-    groups: np.ndarray,
-    robust: dict | None,
-) -> np.ndarray:
-    X = check_manifold_outputs(
-        _as_outputs(chunk, space), space, name="X", atol=atol, n_lfs=n_lfs
-    )
-    return _combine(space, X, weights, groups, robust)[0]
-
-
-def _combine(
-    space: Any,
-    X: np.ndarray,
-    weights: np.ndarray,
-    groups: np.ndarray,
-    robust: dict | None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """(pseudolabels, responsibilities) of checked outputs under one model variant."""
-    voted = ~np.isnan(X[..., 0])
-    if robust is None:
-        w = split_group_weights(np.broadcast_to(weights, voted.shape), voted, groups)
-        return space.frechet_mean(X, w), voted.astype(np.float64)
-    return robust_frechet_mean(space, X, weights=weights, groups=groups, **robust)
-
-
-class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
+class ManifoldLabelModel(
+    ManifoldChecks, ManifoldPredictMethods, PersistenceMixin, BaseEstimator
+):
     """Estimate LF noise on a manifold without labels; pseudolabel by Frechet means.
 
     Parameters
@@ -314,106 +259,6 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
         self.atol = atol
         self.seed = seed
 
-    def _check_params(self) -> None:
-        if not isinstance(self.space, (Euclidean, Sphere, Hyperbolic)):
-            raise ValueError(
-                "space must be a Euclidean, Sphere or Hyperbolic instance; got "
-                f"{self.space!r}. For products, fit one model per factor."
-            )
-        if self.estimator not in ESTIMATORS:
-            raise ValueError(
-                f"estimator must be one of {ESTIMATORS}; got {self.estimator!r}."
-            )
-        if self.weighting not in WEIGHTINGS:
-            raise ValueError(
-                f"weighting must be one of {WEIGHTINGS}; got {self.weighting!r}."
-            )
-        if not any(
-            self.robust is v or (isinstance(v, str) and self.robust == v)
-            for v in ROBUST
-        ):
-            raise ValueError(
-                f"robust must be 'auto', True or False; got {self.robust!r}."
-            )
-        if not (isinstance(self.shrinkage, str) and self.shrinkage == "auto"):
-            check_scalar(self.shrinkage, "shrinkage", low=0.0, high=1.0)
-        check_scalar(self.min_overlap, "min_overlap", kind="int", low=1)
-        check_scalar(self.atol, "atol", low=0.0)
-
-    def _validate_state(self) -> None:
-        """Check a loaded fitted state against the space and ``n_lfs_`` (for ``load``)."""
-        stats = state_attr(self, "stats_", ManifoldStats)
-        m = state_int(self, "n_lfs_", low=3)
-        if stats.space != self.space:
-            raise ValueError(
-                f"the fitted attribute stats_ is on {stats.space!r}, not {self.space!r}."
-            )
-        check_state_array(stats.vote_count, "stats_.vote_count", (m,), low=0)
-        for name in (
-            "pair_count",
-            "pair_invariant_sum",
-            "pair_sq_dist_sum",
-            "pair_sq_dist_sq_sum",
-            "pair_invariant_sq_sum",
-        ):
-            check_state_array(getattr(stats, name), f"stats_.{name}", (m, m))
-        noise = state_attr(self, "noise_", (WrappedNormal, RiemannianGaussian))
-        if noise.space != self.space:
-            raise ValueError(
-                f"the fitted attribute noise_ is on {noise.space!r}, not {self.space!r}."
-            )
-        check_state_array(
-            state_attr(self, "dependencies_"),
-            "dependencies_",
-            (None, 2),
-            kind="i",
-            low=0,
-            high=m - 1,
-        )
-        check_state_array(
-            state_attr(self, "groups_"), "groups_", (m,), kind="i", low=0, high=m - 1
-        )
-        for name in ("noise_scale_", "expected_sq_dist_", "expected_invariant_"):
-            check_state_array(state_attr(self, name), name, (m,), finite="no_nan")
-        check_state_array(
-            state_attr(self, "outlier_rate_"), "outlier_rate_", (m,), low=0, high=1
-        )
-        check_state_array(state_attr(self, "shrinkage_"), "shrinkage_", (m,))
-        weights = check_state_array(
-            state_attr(self, "weights_"), "weights_", (m,), low=0
-        )
-        if not weights.sum() > 0:
-            raise ValueError("the fitted attribute weights_ must have a positive sum.")
-        state_float(self, "weight_exponent_")
-        state_attr(self, "noise_model_", dict)
-        robust = state_attr(self, "_robust_params", (dict, type(None)))
-        if robust is not None:
-            # "prior" (the population of labels, apart from the outlier law) is new;
-            # models saved without it used the background for both
-            keys = {"expected_sq_dist", "outlier_rate", "background"}
-            if set(robust) not in (keys, keys | {"prior"}):
-                raise ValueError(
-                    "the fitted attribute _robust_params must have the keys "
-                    "expected_sq_dist, outlier_rate, background (and optionally "
-                    f"prior); got {sorted(robust)}."
-                )
-            check_state_array(
-                robust["expected_sq_dist"], "_robust_params['expected_sq_dist']", (m,)
-            )
-            check_state_array(
-                robust["outlier_rate"],
-                "_robust_params['outlier_rate']",
-                (m,),
-                low=0,
-                high=1,
-            )
-            for key in ("background", "prior"):
-                if key in robust and not isinstance(robust[key], OutlierBackground):
-                    raise ValueError(
-                        f"the fitted attribute _robust_params[{key!r}] must be an "
-                        f"OutlierBackground; got {type(robust[key]).__name__}."
-                    )
-
     def _stats(self, X: Any, n_lfs: int | None = None) -> ManifoldStats:
         to_stats = functools.partial(
             _chunk_stats, space=self.space, atol=self.atol, n_lfs=n_lfs
@@ -423,6 +268,39 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
         return to_stats(X)
 
     # --- fitting ----------------------------------------------------------------------
+    def _detect_dependencies(self, X: np.ndarray | None, m: int) -> list:
+        """Pairs flagged by the dependency test (none for chunked input or m < 4)."""
+        if X is None or m < 4:
+            return []
+        from snorkel_structured.estimators.dependencies import detect_dependent_pairs
+
+        with np.errstate(invalid="ignore", divide="ignore"):  # degenerate tables
+            _, frame = detect_dependent_pairs(X, self.space, seed=0)
+        self.dependency_test_ = frame
+        # Practical significance, as the finite model: the pair's squared-distance
+        # scale (d^2, 1 - cos d, cosh d - 1) at most half what independence predicts.
+        obs, exp = frame["observed"].to_numpy(), frame["expected"].to_numpy()
+        if isinstance(self.space, Euclidean):
+            closeness = exp / obs
+        elif isinstance(self.space, Sphere):
+            closeness = (1.0 - exp) / (1.0 - obs)
+        else:
+            closeness = (exp - 1.0) / (obs - 1.0)
+        with np.errstate(invalid="ignore"):
+            strong = frame["dependent"].to_numpy() & ~(closeness < DEPENDENCE_MIN_RATIO)
+        pairs = [
+            (int(a), int(b)) for a, b in frame.loc[strong, ["lf_a", "lf_b"]].values
+        ]
+        if pairs:
+            _warnings.warn(
+                f"LF pairs {pairs} agree more than independent LFs can (they likely "
+                "share a source); each group of dependent LFs counts as one LF. Pass "
+                "dependencies=[] to fit them as independent, or your own pairs.",
+                IdentifiabilityWarning,
+                stacklevel=3,
+            )
+        return pairs
+
     def fit(
         self,
         X: Any,
@@ -430,7 +308,7 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
         *,
         X_dev: Any = None,
         Y_dev: Any = None,
-        dependencies: Any = None,
+        dependencies: Any = "auto",
     ) -> ManifoldLabelModel:
         """Estimate every LF's noise from LF outputs (and optionally labeled rows).
 
@@ -452,10 +330,14 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
             exponent in ``DEV_EXPONENTS``) by the mean geodesic error on these rows.
         Y_dev : array-like of shape (n_dev, ambient_dim), optional
             True labels of the rows of ``X_dev`` (points of ``space``).
-        dependencies : sequence of (int, int), optional
+        dependencies : "auto", None or sequence of (int, int), default="auto"
             LF pairs known to be dependent (e.g. two LFs reading the same source).
             Their pairwise statistics are left out of the estimation, and in the
             pseudolabels a group of mutually dependent LFs counts as one LF.
+            "auto" (in-memory ``X`` with at least 4 LFs): the pairs that
+            :func:`~snorkel_structured.estimators.dependencies.detect_dependent_pairs`
+            flags (family-wise false-alarm rate 5%), with a warning naming them;
+            None or [] declares none.
 
         Returns
         -------
@@ -508,6 +390,14 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
                 )
             stats = ManifoldStats._from_checked(X_arr, self.space)
         m = stats.n_lfs
+        self.dependency_test_ = None
+        if isinstance(dependencies, str):
+            if dependencies != "auto":
+                raise ValueError(
+                    f"dependencies must be 'auto', None or pairs of LF indices; got "
+                    f"{dependencies!r}."
+                )
+            dependencies = self._detect_dependencies(X_arr, m)
         deps = _check_dependencies(dependencies, m)
         dev = None
         if X_dev is not None:
@@ -814,166 +704,3 @@ class ManifoldLabelModel(PersistenceMixin, BaseEstimator):
         if d.size < 2:
             return 0.0, np.inf, False
         return float(d.mean()), float(d.std(ddof=1) / np.sqrt(d.size)), False
-
-    # --- prediction -------------------------------------------------------------------
-    def responsibilities(self, X: Any) -> np.ndarray:
-        """Probability that each vote is an inlier (robust model; 1 for the plain one).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_lfs, ambient_dim)
-
-        Returns
-        -------
-        resp : ndarray of shape (n_samples, n_lfs)
-            0 where the LF abstained.
-        """
-        check_is_fitted(self, "weights_")
-        X = self._check_X(X)
-        if self._robust_params is None:
-            return (~np.isnan(X[..., 0])).astype(np.float64)
-        return robust_responsibilities(
-            self.space,
-            X,
-            weights=self.weights_,
-            groups=self.groups_,
-            **self._robust_params,
-        )
-
-    def predict(self, X: Any, return_spread: bool = False) -> Any:
-        """Weighted (robust, if chosen) Frechet mean of the votes of each row.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_lfs, ambient_dim), or Dask collection
-            LF outputs; a row of NaN is an abstain. A Dask collection (as in ``fit``)
-            gives a lazy Dask array, computed partition by partition.
-        return_spread : bool, default=False
-            Also return each row's posterior spread: the expected squared distance
-            from the pseudolabel to the true label under the fitted model, given
-            which LFs voted (in-memory input only). It plays the part of
-            ``predict_proba``'s confidence for finite labels: filter rows with
-            :func:`snorkel_structured.labeling.filter_unlabeled_manifold`, or weight
-            them by ``1 / spread``.
-
-        Returns
-        -------
-        Y_hat : ndarray of shape (n_samples, ambient_dim)
-            ``argmin_z sum_a w_ia d^2(z, lambda_a)`` over the LFs that voted, with
-            ``w_ia`` = ``weights_`` times the vote's responsibility (robust model),
-            shared within dependency groups; NaN for rows where every LF abstained.
-        spread : ndarray of shape (n_samples,)
-            Only with ``return_spread``: ``sum_a w_ia^2 E d^2_a / (sum_a w_ia)^2``
-            (``expected_sq_dist_``; LFs of a dependency group count as perfectly
-            correlated), exact on ``Euclidean`` spaces and to first order in the
-            noise on curved ones; ``1 / sum_a (1 / E d^2_a)`` with inverse-variance
-            weights. NaN where every LF abstained.
-
-        Raises
-        ------
-        ValueError
-            For ``return_spread=True`` with a Dask collection.
-        """
-        check_is_fitted(self, "weights_")
-        fn = functools.partial(
-            _predict_block,
-            space=self.space,
-            atol=self.atol,
-            n_lfs=self.n_lfs_,
-            weights=self.weights_,
-            groups=self.groups_,
-            robust=self._robust_params,
-        )
-        if is_dask_collection(X):
-            if return_spread:
-                raise ValueError(
-                    "Over a Dask collection, predict does not return the spread; "
-                    "compute it on in-memory chunks (X.compute() per partition)."
-                )
-            if getattr(X, "ndim", 2) == 3:  # (n, m, D) -> (n, m * D): rows stay whole
-                X = X.rechunk({1: -1, 2: -1}).reshape(X.shape[0], -1)
-            return map_partitions_to_array(X, fn, (self.space.ambient_dim,), np.float64)
-        if not return_spread:
-            return fn(X)
-        X = self._check_X(X)
-        pred, resp = _combine(
-            self.space, X, self.weights_, self.groups_, self._robust_params
-        )
-        voted = ~np.isnan(X[..., 0])
-        w = self.weights_[None, :]
-        if self._robust_params is not None:  # as robust_frechet_mean weighs the votes
-            w = w * np.maximum(resp, 1e-12)
-        row_w = split_group_weights(
-            np.broadcast_to(w, voted.shape), voted, self.groups_
-        )
-        spread = posterior_spread(row_w, self.expected_sq_dist_, self.groups_)
-        return pred, spread
-
-    def _check_X(self, X: Any, name: str = "X") -> np.ndarray:
-        return check_manifold_outputs(
-            _as_outputs(X, self.space),
-            self.space,
-            name=name,
-            atol=self.atol,
-            n_lfs=self.n_lfs_,
-        )
-
-    def score(
-        self,
-        X: Any,
-        Y: Any,
-        metrics: list[str] | None = ["mean_distance"],  # noqa: B006 - Snorkel's form
-    ) -> dict[str, float]:
-        """Score the pseudolabels against true labels, with Snorkel's conventions.
-
-        As ``StructuredLabelModel.score`` (and Snorkel's ``LabelModel.score``):
-        "coverage" is the fraction of rows the model labels (some LF voted); every
-        other metric is computed over the rows the model labels and whose true label
-        is known (a row of NaN in ``Y`` marks an unknown label).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_lfs, ambient_dim)
-            LF outputs; a row of NaN is an abstain.
-        Y : array-like of shape (n_samples, ambient_dim)
-            True labels (points of ``space``); a row of NaN is unknown.
-        metrics : list of str, default=["mean_distance"]
-            Any of "mean_distance" (geodesic distance to the true label),
-            "mean_sq_distance" and "coverage". ``None`` scores nothing, as in Snorkel.
-
-        Returns
-        -------
-        scores : dict of str to float
-            In the order of ``metrics``; NaN (with a ``UserWarning``) when no row has
-            both a pseudolabel and a known true label.
-
-        Raises
-        ------
-        ValueError
-            For an unknown metric ("Unrecognized metric: ..."), or ``Y`` of the wrong
-            shape or off the manifold.
-        """
-        check_is_fitted(self, "weights_")
-        X = self._check_X(X)
-        Yc = check_points(Y, self.space, name="Y", atol=self.atol, allow_nan=True)
-        if Yc.shape != (X.shape[0], self.space.ambient_dim):
-            raise ValueError(
-                f"Y must have shape ({X.shape[0]}, {self.space.ambient_dim}), one true "
-                f"label per row of X (NaN rows for unknown labels); got shape "
-                f"{Yc.shape}."
-            )
-        pred = _combine(self.space, X, self.weights_, self.groups_, self._robust_params)
-        return score_points(self.space, pred[0], Yc, metrics)
-
-    def get_weights(self) -> np.ndarray:
-        """Each LF's combination weight in the pseudolabels, shape (n_lfs,), sum 1.
-
-        The manifold counterpart of Snorkel's ``LabelModel.get_weights`` (there: LF
-        accuracies). A copy of ``weights_``: ``w_a ∝ (shrunk E d^2_a)^-p``, so an LF
-        with twice the weight has half the (shrunk) expected squared distance to the
-        true label under inverse-variance weighting. On each row the weights of the
-        LFs that voted are renormalized (and, for the robust model, multiplied by
-        each vote's responsibility).
-        """
-        check_is_fitted(self, "weights_")
-        return self.weights_.copy()

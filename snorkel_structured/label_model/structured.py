@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import inspect
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,53 +15,54 @@ from snorkel_structured._chunks import (
 )
 from snorkel_structured._persistence import (
     PersistenceMixin,
-    check_state_array,
-    state_attr,
-    state_float,
-    state_int,
 )
 from snorkel_structured._validation import (
     ABSTAIN,
-    check_is_fitted,
     check_label_matrix,
     check_scalar,
     check_seed,
 )
+from snorkel_structured.estimators._em_core import _Problem, _SqDists
 from snorkel_structured.estimators._noise_family import SHRINK_GRID
 from snorkel_structured.estimators._stats import VoteStats, _count_patterns
-from snorkel_structured.estimators.em import (
-    em_refine,
-    mle_estimate,
-    support_log_table,
-)
+from snorkel_structured.estimators.em import em_refine, mle_estimate
 from snorkel_structured.estimators.uws import uws_expected_sq_dist
 from snorkel_structured.exceptions import IdentifiabilityWarning
 from snorkel_structured.label_model._dependency_groups import (
+    DEPENDENCE_MIN_RATIO,
     check_dependencies,
+    dependency_groups,
     dependency_weights,
 )
+from snorkel_structured.label_model._dev_choice import (
+    choose_with_dev,
+    posterior_table,
+)
+from snorkel_structured.label_model._noise_aware_methods import NoiseAwareMethods
 from snorkel_structured.label_model._posterior import (
     PosteriorMethods,
     _SupportPosterior,
 )
 from snorkel_structured.label_model._snorkel_compat import (
-    check_class_balance,
-    check_dev_classes,
     check_prec_init_shape,
     check_train_options,
     snorkel_base_labeler,
+)
+from snorkel_structured.label_model._structured_checks import (
+    StructuredChecks,
 )
 from snorkel_structured.noise.finite import (
     expected_sq_dist,
     theta_from_expected_sq_dist,
 )
-from snorkel_structured.noise_aware import NoiseMatrix, loss_weights, noise_matrix
 from snorkel_structured.spaces.finite import DENSE_MAX_LABELS as _DENSE_MAX
 from snorkel_structured.spaces.finite import Discrete, FiniteMetricSpace
 
 __all__ = ["StructuredLabelModel"]
 
-_ESTIMATORS = ("tensor", "mle", "uws")
+# Dirichlet pseudo-count per label of the default whole-space prior (add-one-half, as
+# Jeffreys'), so that maximum likelihood cannot send a voted label's weight to 0.
+PRIOR_PSEUDO_COUNT = 0.5
 # Snorkel's BaseLabeler, without the torch import of Snorkel's model package.
 BaseLabeler = snorkel_base_labeler()
 
@@ -80,7 +80,38 @@ def _is_chunked(data: Any) -> bool:
     return is_dask_collection(data) or isinstance(data, Iterator)
 
 
-class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
+def _with_labels(
+    support: np.ndarray, prior: np.ndarray, labels: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The support extended by the labeled rows' labels (each at a small prior mass)."""
+    new = np.setdiff1d(np.unique(labels), support)
+    if not new.size:
+        return support, prior
+    prior = prior.copy()
+    prior[new] = 1.0 / max(prior.size, 1) ** 2
+    return np.union1d(support, new), prior / prior.sum()
+
+
+def _moments(
+    stats: VoteStats,
+    S: Any,
+    T: np.ndarray,
+    prior: np.ndarray,
+    theta: np.ndarray,
+    **family: Any,
+) -> tuple[np.ndarray, float]:
+    """E[d^2(lambda_a, Y)] per LF and the log-likelihood of ``stats`` under a model."""
+    power, eps, log_h = family["power"], family["eps"], family["log_h"]
+    prob = _Problem(stats, _SqDists(S, power), None, family["groups"], log_h)
+    th = theta[:, T] if theta.ndim == 2 else theta
+    w = prior[T]
+    ll = prob.loglik(np.log(np.maximum(w, 1e-300)), th, T, family["alpha"], eps)
+    return prob.expected_sq_dist(th, T, w, eps), ll
+
+
+class StructuredLabelModel(
+    StructuredChecks, NoiseAwareMethods, PosteriorMethods, PersistenceMixin, BaseLabeler
+):
     """Label model for labels in a finite metric space (rankings, tree nodes, classes).
 
     Labeling functions vote items of ``space`` (as indices; -1 abstains). Given the true
@@ -126,13 +157,18 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
         weigh the same, the unweighted vote). "auto" chooses on held-out rows, so
         that estimation noise cannot make the model lose to unweighted voting
         ("mle" only).
-    prior_support : "auto", "all" or array-like of int, default="auto"
-        Labels the prior may use ("mle" and "uws"): chosen from the data, the whole
-        space, or given. For ``Discrete`` spaces "auto" keeps every class. Elsewhere,
-        "auto" fits the prior over all candidate labels (all labels, or the 64
-        most-voted in a space above 64 labels) and keeps the heaviest labels as long
-        as BIC improves, comparing with a greedy search; it warns
-        (``IdentifiabilityWarning``) when two support sizes are within 1 in BIC.
+    prior_support : "auto", "all", "search" or array-like of int, default="auto"
+        Labels the prior may use ("mle" and "uws"). "auto": every label of the
+        space whenever the space's (r, r) tables fit (up to 2,048 labels, e.g.
+        ``Permutations(6)`` or a tree of a few hundred nodes), so that every label
+        the votes support can be predicted; the prior over them is estimated by
+        EM. Above that size, as "search". "search": fit the prior over the
+        candidate labels (all labels, or the 64 most-voted in a space above 64
+        labels) and keep the heaviest labels as long as BIC improves, comparing
+        with a greedy search (the paper's few-centers setting; it warns,
+        ``IdentifiabilityWarning``, when two support sizes are within 1 in BIC). A
+        label off the support is never predicted. "all": the whole space. Or the
+        label indices.
     max_iter : int, default=500
         EM iterations ("mle", "uws").
     tol : float, default=1e-8
@@ -181,8 +217,22 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
     dependencies_ : list of (int, int)
         The LF pairs declared dependent in ``fit``.
     vote_weights_ : ndarray of shape (n_lfs,)
-        Each LF's weight in the posterior: 1, or 1/g for an LF in a group of g
-        mutually dependent LFs (declared with ``fit(..., dependencies=...)``).
+        Each LF's weight in the posterior on a row where all g LFs of its group of
+        mutually dependent LFs vote: 1/g (1 for an LF without dependencies). On a
+        row where j of them vote, each of their votes weighs 1/j.
+    lf_groups_ : ndarray of int of shape (n_lfs,)
+        Each LF's dependency group (connected components of ``dependencies_``).
+    dependency_test_ : pandas.DataFrame or None
+        With ``dependencies="auto"``: the per-pair result of the dependency test
+        (see :func:`~snorkel_structured.estimators.dependencies.lf_dependency_test`).
+    dev_choice_ : str or None
+        With labeled rows (``L_dev``, ``Y_dev``): the candidate chosen by
+        cross-validation on them (see Notes); None without.
+    dev_scores_ : pandas.DataFrame or None
+        Every candidate's cross-validated mean distance to the labels
+        (``mean_distance``), whether it learned from the labels
+        (``fitted_on_dev``), the standard error of its difference from the chosen
+        one, and ``chosen``.
     log_likelihood_ : float
         Log-likelihood of the fitted votes under the estimate.
     fit_warnings_ : list of str
@@ -261,235 +311,8 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
         self.seed = seed
         self.verbose = verbose
 
-    # -- scikit-learn style parameters --------------------------------------------
-    @classmethod
-    def _param_names(cls) -> list[str]:
-        sig = inspect.signature(cls.__init__)
-        return [p for p in sig.parameters if p != "self"]
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """Constructor parameters, as scikit-learn's ``get_params``."""
-        return {k: getattr(self, k) for k in self._param_names()}
-
-    def set_params(self, **params: Any) -> StructuredLabelModel:
-        """Set constructor parameters, as scikit-learn's ``set_params``; returns self."""
-        names = set(self._param_names())
-        for k, v in params.items():
-            if k not in names:
-                raise ValueError(
-                    f"Invalid parameter {k!r} for StructuredLabelModel; valid: {sorted(names)}."
-                )
-            setattr(self, k, v)
-        if "space" in params:
-            self.cardinality = len(self.space)
-        return self
-
     def __repr__(self) -> str:
         return f"StructuredLabelModel({self.space!r}, estimator={self.estimator!r})"
-
-    # -- persistence (see snorkel_structured._persistence) -----------------------------
-    def _validate_state(self) -> None:
-        """Check a loaded fitted state against the space and ``n_lfs_`` (for ``load``)."""
-        r = len(self.space)
-        stats = state_attr(self, "stats_", VoteStats)
-        m = state_int(self, "n_lfs_", low=3)
-        if stats.n_labels != r:
-            raise ValueError(
-                f"the fitted attribute stats_ counts votes over {stats.n_labels} labels, "
-                f"but the space has {r}."
-            )
-        check_state_array(
-            stats.patterns, "stats_.patterns", (None, m), kind="i", low=-1, high=r - 1
-        )
-        n_patterns = stats.patterns.shape[0]
-        check_state_array(stats.counts, "stats_.counts", (n_patterns,), low=0)
-        check_state_array(state_attr(self, "prior_"), "prior_", (r,), low=0)
-        support = check_state_array(
-            state_attr(self, "support_"),
-            "support_",
-            (None,),
-            kind="i",
-            low=0,
-            high=r - 1,
-        )
-        theta = state_attr(self, "theta_", np.ndarray)
-        check_state_array(theta, "theta_", (m,) if theta.ndim == 1 else (m, r))
-        if bool(state_attr(self, "label_dependent_")) != (theta.ndim == 2):
-            raise ValueError(
-                f"the fitted attribute label_dependent_ is {self.label_dependent_} but "
-                f"theta_ has shape {theta.shape}."
-            )
-        state_attr(self, "abstain_dependent_")
-        for name, shape, low, high in (
-            ("expected_sq_dist_", (m,), None, None),
-            ("coverage_", (m,), 0.0, 1.0),
-            ("abstain_", (m, r), 0.0, 1.0),
-            ("outlier_rate_", (m,), 0.0, 1.0),
-            ("outlier_dist_", (m, r), 0.0, None),
-            ("vote_weights_", (m,), 0.0, None),
-        ):
-            check_state_array(state_attr(self, name), name, shape, low=low, high=high)
-        state_float(self, "noise_power_")
-        state_float(self, "shrinkage_")
-        state_float(self, "log_likelihood_", finite=False)  # NaN for "tensor"
-        state_attr(self, "noise_model_", dict)
-        state_attr(self, "fit_warnings_", list)
-        for name in ("dependencies_", "_dependencies"):
-            pairs = state_attr(self, name, list)
-            if not all(len(p) == 2 and all(0 <= int(a) < m for a in p) for p in pairs):
-                raise ValueError(
-                    f"the fitted attribute {name} must hold pairs of LF indices in "
-                    f"[0, {m}); got {pairs!r}."
-                )
-        fixed = state_attr(self, "_fixed_prior")
-        if fixed is not None:
-            check_state_array(fixed, "_fixed_prior", (r,), low=0)
-        state_attr(self, "_labeled", (tuple, type(None)))
-        post = state_attr(self, "_posterior", _SupportPosterior)
-        k = support.size
-        if post.r != r or not np.array_equal(post.support, support):
-            raise ValueError(
-                "the fitted attribute _posterior does not belong to support_ and the "
-                "space (its support or number of labels differ)."
-            )
-        check_state_array(
-            post.table, "_posterior.table", (m, r + 1, k), finite="not_pos_inf"
-        )
-        check_state_array(
-            post.log_prior, "_posterior.log_prior", (k,), finite="not_pos_inf"
-        )
-
-    # -- validation ----------------------------------------------------------------
-    def _check_params(self) -> None:
-        if not isinstance(self.space, FiniteMetricSpace):
-            raise TypeError(
-                f"space must be a FiniteMetricSpace (e.g. ss.Permutations(4)); got "
-                f"{type(self.space).__name__}."
-            )
-        if self.estimator not in _ESTIMATORS:
-            raise ValueError(
-                f"estimator must be one of {_ESTIMATORS}; got {self.estimator!r}."
-            )
-        r = len(self.space)
-        if self.n_components is not None:
-            check_scalar(self.n_components, "n_components", kind="int", low=1, high=r)
-        for name in ("label_dependent", "abstain_dependent"):
-            value = getattr(self, name)
-            if not isinstance(value, (bool, np.bool_)) and value != "auto":
-                raise TypeError(f"{name} must be True, False or 'auto'; got {value!r}.")
-            if value is True and self.estimator != "mle":
-                raise ValueError(
-                    f"{name}=True needs estimator='mle'; got estimator={self.estimator!r}."
-                )
-        if not (isinstance(self.noise_power, str) and self.noise_power == "auto") and (
-            self.noise_power not in (1, 2)
-        ):
-            raise ValueError(
-                f"noise_power must be 1, 2 or 'auto'; got {self.noise_power!r}."
-            )
-        if not isinstance(self.outliers, (bool, np.bool_)) and self.outliers != "auto":
-            raise ValueError(
-                f"outliers must be True, False or 'auto'; got {self.outliers!r}."
-            )
-        if not (isinstance(self.shrinkage, str) and self.shrinkage == "auto"):
-            check_scalar(self.shrinkage, "shrinkage", low=0.0, high=1.0)
-        for name in ("noise_power", "outliers", "shrinkage"):
-            value = getattr(self, name)
-            if self.estimator != "mle" and not (
-                isinstance(value, str)
-                or (name == "noise_power" and value == 2)
-                or (name == "outliers" and value is False)
-                or (name == "shrinkage" and value == 0)
-            ):
-                raise ValueError(
-                    f"{name}={value!r} needs estimator='mle'; got estimator="
-                    f"{self.estimator!r}."
-                )
-        check_scalar(self.max_iter, "max_iter", kind="int", low=1)
-        check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
-        check_seed(
-            self.seed if not isinstance(self.seed, np.random.Generator) else None
-        )
-
-    def _support(self) -> np.ndarray | None:
-        ps, r = self.prior_support, len(self.space)
-        if isinstance(ps, str):
-            if ps == "auto":  # plain classes: every class is a label (as in Snorkel)
-                return np.arange(r) if isinstance(self.space, Discrete) else None
-            if ps == "all":
-                return np.arange(r)
-            raise ValueError(
-                f"prior_support must be 'auto', 'all' or label indices; got {ps!r}."
-            )
-        idx = np.asarray(ps)
-        if idx.ndim != 1 or idx.size == 0 or idx.dtype.kind not in "iu":
-            raise ValueError(
-                f"prior_support must be a non-empty 1-D array of label indices; got {idx!r}."
-            )
-        if (idx < 0).any() or (idx >= r).any():
-            raise ValueError(
-                f"prior_support holds indices outside [0, {r}); got {idx.tolist()}."
-            )
-        return np.unique(idx)
-
-    def _check_class_balance(self, class_balance: Any, Y_dev: Any) -> np.ndarray | None:
-        r = len(self.space)
-        if class_balance is not None:
-            p = np.asarray(class_balance, dtype=np.float64)
-            check_class_balance(self.space, p)  # Snorkel's refusals (Discrete only)
-            if (
-                p.shape != (r,)
-                or not np.isfinite(p).all()
-                or (p < 0).any()
-                or p.sum() <= 0
-            ):
-                raise ValueError(
-                    f"class_balance must be {r} non-negative numbers (one per label of the "
-                    f"space) with a positive sum; got shape {p.shape}."
-                )
-            return p / p.sum()
-        if Y_dev is not None:
-            y = self._check_gold(Y_dev, "Y_dev")
-            check_dev_classes(self.space, y)  # Snorkel's refusal (Discrete only)
-            return np.bincount(y, minlength=r) / y.size
-        return None
-
-    def _check_gold(
-        self, Y: Any, name: str, n: int | None = None, *, allow_unknown: bool = False
-    ) -> np.ndarray:
-        """Gold label indices; integral floats pass, as in Snorkel.
-
-        ``allow_unknown`` lets -1 mark a row whose label is unknown (``score``).
-        """
-        r = len(self.space)
-        y = np.asarray(Y)
-        if y.ndim == 2 and y.shape[1] == 1:
-            y = y[:, 0]
-        integral = y.dtype.kind in "iu" or (
-            y.dtype.kind == "f" and bool(np.all(np.isfinite(y) & (y == np.round(y))))
-        )
-        if y.ndim != 1 or y.size == 0 or not integral:
-            raise ValueError(
-                f"{name} must be a 1-D array of label indices; got shape {y.shape}, dtype {y.dtype}."
-            )
-        if n is not None and y.size != n:
-            raise ValueError(
-                f"{name} must have one label per row of L ({n}); got {y.size}."
-            )
-        y = y.astype(np.int64)
-        bad = ((y < 0) & ~(allow_unknown & (y == ABSTAIN))) | (y >= r)
-        if bad.any():
-            i = int(np.argmax(bad))
-            unknown = " (or -1 for an unknown label)" if allow_unknown else ""
-            raise ValueError(
-                f"{name} holds a label outside [0, {r}){unknown}: entry {i} is {y[i]}."
-            )
-        return y
-
-    def _check_L(self, L: Any, name: str = "L") -> np.ndarray:
-        return check_label_matrix(
-            L, n_labels=len(self.space), min_lfs=3, name=name, n_lfs=self.n_lfs_
-        )
 
     # -- fitting ---------------------------------------------------------------------
     def fit(
@@ -500,7 +323,7 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
         progress_bar: bool = True,
         *,
         L_dev: Any = None,
-        dependencies: Any = None,
+        dependencies: Any = "auto",
         **config: Any,
     ) -> StructuredLabelModel:
         """Estimate the prior and each LF's noise from the votes ``L_train``.
@@ -535,15 +358,26 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
             are overruled, as is that weight (1, or all unlabeled rows' together),
             when the posterior's held-out expected distance to their labels
             improves by two standard errors. A hundred rows typically suffice.
-        dependencies : sequence of (int, int), optional
+        dependencies : "auto", None or sequence of (int, int), default="auto"
             LF pairs known to be dependent (e.g. reading the same source; see
             ``StructuredLFAnalysis.lf_dependencies``). Each group of mutually
             dependent LFs counts as one LF in the likelihood and the posterior
             (every member weighs 1/g), so shared errors are not counted twice;
             "tensor" (and the tensor start of "mle") uses no triplet containing a
-            dependent pair, "uws" no dependent pair's mean distance.
-            Warns when fewer than 3 groups remain (the noise is then not
-            identifiable).
+            dependent pair, "uws" no dependent pair's mean distance. When fewer
+            than 3 groups remain the LFs' accuracies are not identifiable and
+            "mle" weighs every LF the same (the unweighted vote), with a warning.
+            "auto" ("mle" with at least 4 LFs): the pairs that
+            :func:`~snorkel_structured.estimators.dependencies.detect_dependent_pairs`
+            flags from the vote-pattern counts (family-wise false-alarm rate 5%)
+            and whose LFs agree at least ``DEPENDENCE_MIN_RATIO`` (2) times as often
+            as independence predicts; if any, "mle" weighs every LF the same (the
+            unweighted vote, its noise family chosen by leave-one-out risk) with a
+            warning naming them (``dependencies_``, ``dependency_test_``): found
+            dependencies are graded on real tasks, not copies, and counting each
+            group as one LF measured worse than the unweighted vote. With labeled
+            rows the cross-validated choice (see ``L_dev``) can still weigh them.
+            None or [] declares none.
         **config
             ``seed``, ``max_iter`` and ``tol`` override the constructor's for this
             fit. Snorkel's training options ``n_epochs``, ``lr``, ``l2``,
@@ -580,32 +414,55 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
         stats = self._collect_stats(L_train, "L_train")
         check_prec_init_shape(options["prec_init"], stats.n_lfs)
         self._labeled = self._check_dev(L_dev, Y_dev, stats.n_lfs)
+        self.dependency_test_ = None
+        self._detected = isinstance(dependencies, str)
+        if isinstance(dependencies, str):
+            if dependencies != "auto":
+                raise ValueError(
+                    f"dependencies must be 'auto', None or pairs of LF indices; got "
+                    f"{dependencies!r}."
+                )
+            dependencies = self._detect_dependencies(stats, config)
         self._dependencies = check_dependencies(dependencies, stats.n_lfs)
         return self._fit_stats(stats, fixed, dict(config, progress_bar=progress_bar))
 
-    def _check_dev(
-        self, L_dev: Any, Y_dev: Any, n_lfs: int
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """Labeled rows as (patterns, counts, labels), or None."""
-        if L_dev is None:
-            return None
-        if self.estimator != "mle":
-            raise ValueError(
-                f"L_dev needs estimator='mle'; got estimator={self.estimator!r}."
+    def _detect_dependencies(
+        self, stats: VoteStats, config: dict[str, Any]
+    ) -> list[tuple[int, int]]:
+        """Pairs flagged by the dependency test ("mle" with at least 4 LFs)."""
+        if self.estimator != "mle" or stats.n_lfs < 4:
+            return []
+        seed = config.get("seed", self.seed)
+        seed = seed if isinstance(seed, (int, np.integer)) else 0
+        from snorkel_structured.estimators.dependencies import detect_dependent_pairs
+
+        with np.errstate(invalid="ignore", divide="ignore"):  # degenerate tables
+            pairs, self.dependency_test_ = detect_dependent_pairs(
+                stats, self.space, seed=int(seed)
             )
-        Ld = check_label_matrix(
-            L_dev, n_labels=len(self.space), min_lfs=3, name="L_dev", n_lfs=n_lfs
-        )
-        y = self._check_gold(Y_dev, "Y_dev", Ld.shape[0])
-        support = self._support()
-        if support is not None and not np.isin(y, support).all():
-            bad = np.setdiff1d(y, support)
-            raise ValueError(
-                f"Y_dev holds labels {bad[:5].tolist()} outside prior_support; widen "
-                "prior_support or drop those rows."
+        # Practical significance: real LFs are rarely exactly independent, and at a
+        # few thousand rows the test flags excesses of agreement far too small to
+        # matter (1.4-1.6 times the expected rate among correlated clinical
+        # measures); counting such LFs as one source costs more than it saves.
+        frame = self.dependency_test_
+        ratio = frame["observed"] / frame["expected"].where(frame["expected"] > 0)
+        strong = frame["dependent"] & ~(ratio < DEPENDENCE_MIN_RATIO)  # NaN: kept
+        pairs = [
+            (int(a), int(b)) for a, b in frame.loc[strong, ["lf_a", "lf_b"]].values
+        ]
+        if pairs:
+            _warnings.warn(
+                f"LF pairs {pairs} agree at least {DEPENDENCE_MIN_RATIO:g} times as "
+                "often as independent LFs would (they likely share a source), so the "
+                "LFs' accuracies cannot be told from their agreements: the label "
+                "model weighs every LF the same (the unweighted vote). Label a few "
+                "rows (fit(..., L_dev=, Y_dev=)) to weigh them, pass your own pairs "
+                "(each group then counts as one LF), or dependencies=[] to fit them "
+                "as independent.",
+                IdentifiabilityWarning,
+                stacklevel=3,
             )
-        joint, counts = _count_patterns(np.column_stack([Ld, y]), len(self.space))
-        return joint[:, :-1], counts.astype(np.float64), joint[:, -1]
+        return pairs
 
     def _collect_stats(
         self, data: Any, name: str, n_lfs: int | None = None
@@ -706,6 +563,27 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
         S = None if large else self.space.squared_distance_matrix
         support = self._support()
         vote_weights = dependency_weights(self._dependencies, stats.n_lfs)
+        pattern_groups = None
+        lf_groups = dependency_groups(self._dependencies, stats.n_lfs)
+        groups = lf_groups
+        shrinkages = (
+            SHRINK_GRID if self.shrinkage == "auto" else (float(self.shrinkage),)
+        )
+        detected = bool(self._dependencies) and getattr(self, "_detected", False)
+        if lf_groups.max() + 1 < 3 or detected:
+            # No three independent sources: nothing identifies the LFs' accuracies,
+            # and weighing a group as one voice would hand a lone LF as much say as
+            # all the others together. Detected dependencies likewise: on real tasks
+            # they are graded (LFs partly sharing sources), not copies, and counting
+            # a group as one voice lost to the unweighted vote on 4 of 6 tasks where
+            # pairs were flagged (and the fitted weights, to it on 3). The unweighted
+            # vote over the LFs (family chosen by leave-one-out risk) instead.
+            groups, vote_weights = np.arange(stats.n_lfs), None
+            if self.shrinkage == "auto":
+                shrinkages = (1.0,)
+        elif self._dependencies:
+            pattern_groups = groups
+        dev_scores = None
         with _warnings.captured() as caught:
             if self.estimator == "mle":
                 est = mle_estimate(
@@ -720,7 +598,7 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
                     max_iter=max_iter,
                     tol=tol,
                     seed=rng,
-                    labeled=self._labeled,
+                    labeled=None,  # labeled rows choose below, by cross-validation
                     progress_bar=bool(config.get("progress_bar", False)),
                     powers=(1.0, 2.0)
                     if self.noise_power == "auto"
@@ -728,17 +606,52 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
                     outliers=(False, True)
                     if self.outliers == "auto"
                     else (bool(self.outliers),),
-                    shrinkages=SHRINK_GRID
-                    if self.shrinkage == "auto"
-                    else (float(self.shrinkage),),
-                    vote_weights=vote_weights,
+                    shrinkages=shrinkages,
                     dependencies=self._dependencies,
+                    groups=groups,
+                    weigh_groups=pattern_groups is not None,
+                    prior_pseudo_count=PRIOR_PSEUDO_COUNT
+                    if self._spread_prior()
+                    else 0.0,
                 )
                 prior, theta, ll = est.prior, est.theta, est.log_likelihood
                 expected, abstain = est.expected_sq_dist, est.abstain
                 support, noise_model = est.support, est.noise_model
                 power, log_h = est.power, est.log_vote_dist
                 eps = est.outlier_rate if noise_model.get("outliers") else None
+                if self._labeled is not None:
+                    support, prior = _with_labels(support, prior, self._labeled[2])
+                    dev = choose_with_dev(
+                        self.space if large else S,
+                        support,
+                        prior[support],
+                        theta=theta,
+                        power=power,
+                        eps=eps,
+                        log_h=log_h,
+                        alpha=None if abstain is None else abstain[:, support],
+                        groups=groups,
+                        labeled=self._labeled,
+                        rng=rng,
+                    )
+                    if not dev.grouped:
+                        groups, pattern_groups = np.arange(stats.n_lfs), None
+                    if dev.name != "label model":
+                        theta, power, eps = dev.theta, dev.power, dev.eps
+                        expected, ll = _moments(
+                            stats,
+                            self.space if large else S,
+                            support,
+                            prior,
+                            theta,
+                            power=power,
+                            eps=eps,
+                            log_h=log_h,
+                            alpha=None if abstain is None else abstain[:, support],
+                            groups=groups,
+                        )
+                    noise_model = dict(noise_model, dev_choice=dev.name)
+                    dev_scores = dev.scores
             elif self.estimator == "tensor":
                 from snorkel_structured.estimators.tensor import tensor_estimate
 
@@ -801,21 +714,22 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
         self.coverage_ = stats.coverage()
         self.log_likelihood_ = float(ll)
         self._fixed_prior = fixed
+        self.dev_choice_ = noise_model.get("dev_choice")
+        self.dev_scores_ = dev_scores
         T = self.support_
-        table = support_log_table(
+        table = posterior_table(
             self.space if large else S,
             self.theta_,
             T,
             power=self.noise_power_,
             eps=eps,
             log_h=log_h,
+            alpha=self.abstain_[:, T] if self.abstain_dependent_ else None,
         )
-        if self.abstain_dependent_:  # the votes' factor 1 - alpha, abstains' alpha
-            alpha = self.abstain_[:, T]
-            table[:, 1:, :] += np.log1p(-alpha)[:, None, :]
-            table[:, 0, :] = np.log(alpha)
-        table *= self.vote_weights_[:, None, None]
-        self._posterior = _SupportPosterior(table, np.log(self.prior_[T]), T, r)
+        self.lf_groups_ = lf_groups
+        self._posterior = _SupportPosterior(
+            table, np.log(self.prior_[T]), T, r, pattern_groups
+        )
         return self
 
     def _fit_uws(
@@ -868,88 +782,3 @@ class StructuredLabelModel(PosteriorMethods, PersistenceMixin, BaseLabeler):
             tol=tol,
         )
         return est.prior, theta, est.log_likelihood
-
-    # -- noise-aware end-model training (see snorkel_structured.noise_aware) ------------
-    def noise_matrix(
-        self,
-        *,
-        rule: str = "auto",
-        support: Any = None,
-        min_prior: float = 0.05,
-        seed: Any = None,
-        **options: Any,
-    ) -> NoiseMatrix:
-        """Q_ij = P(pseudolabel = y_j | Y = y_i) under the fitted model, on the support.
-
-        Abstain rates are ``1 - coverage_``. Other arguments are those of
-        :func:`snorkel_structured.noise_matrix` (``method``, ``max_patterns``,
-        ``n_draws``, ``warn_condition``).
-
-        Returns
-        -------
-        NoiseMatrix
-        """
-        check_is_fitted(self, "theta_")
-        return noise_matrix(
-            self.space,
-            self.theta_,
-            self.prior_,
-            abstain=np.minimum(1.0 - self.coverage_, 1.0 - 1e-9),
-            rule=rule,
-            support=support,
-            min_prior=min_prior,
-            seed=seed,
-            **self._family(),
-            **options,
-        )
-
-    def _family(self) -> dict[str, Any]:
-        """The fitted noise family, as noise_matrix/loss_weights take it."""
-        outliers = bool(self.noise_model_.get("outliers", False))
-        return {
-            "power": self.noise_power_,
-            "outlier_rate": self.outlier_rate_ if outliers else None,
-            "outlier_dist": self.outlier_dist_ if outliers else None,
-        }
-
-    def loss_weights(
-        self,
-        L: Any,
-        *,
-        rule: str = "auto",
-        support: Any = None,
-        min_prior: float = 0.05,
-        noise: NoiseMatrix | None = None,
-        index: Any = None,
-        seed: Any = None,
-        **options: Any,
-    ) -> Any:
-        """Pseudolabels and Q^-1 loss weights per row, as a pandas DataFrame.
-
-        Column ``"pseudolabel"`` (label index) and one column per support label holding
-        the row of Q^-1 for that pseudolabel, so that sum_l w_l d^2(f(x), y_l) is an
-        unbiased estimate of d^2(f(x), y) under the fitted model. Rows keep ``L``'s
-        index when ``L`` is a DataFrame. Q uses abstain rates ``1 - coverage_`` unless
-        ``noise`` (from :meth:`noise_matrix`) is given. See
-        :func:`snorkel_structured.loss_weights` for the layout and abstain-only rows.
-
-        Returns
-        -------
-        weights : DataFrame of shape (n_samples, k + 1)
-        """
-        check_is_fitted(self, "theta_")
-        q_rng, z_rng = check_seed(seed).spawn(2)  # independent streams for Q and draws
-        if noise is None:
-            noise = self.noise_matrix(
-                rule=rule, support=support, min_prior=min_prior, seed=q_rng, **options
-            )
-        return loss_weights(
-            L,
-            self.space,
-            self.theta_,
-            self.prior_,
-            noise=noise,
-            index=index,
-            seed=z_rng,
-            **self._family(),
-        )

@@ -1,0 +1,304 @@
+"""A few labeled rows choose the finite label model's answer, by cross-validation.
+
+Zhu et al. (ACL 2023, "Weaker Than You Think") found that weak-supervision methods
+rarely beat simply using their clean validation labels. A hundred labeled rows among
+thousands barely move a likelihood, so here they are used where they are strong: to
+*choose*. Every candidate is a parameter set of the same model (the support and prior
+of the unsupervised fit, a theta per LF, a noise power), so the choice keeps
+``predict_proba``, ``predict`` and the noise-aware loss weights consistent:
+
+- ``label model``: the unsupervised fit;
+- ``LF weights from dev rows`` (powers 1 and 2): each LF's theta estimated from the
+  labeled rows alone (maximum likelihood with the true label known; the model's
+  conjugate pseudo-vote keeps it finite on few rows);
+- ``equal weights from dev rows`` (powers 1 and 2): one theta for every LF, the
+  unweighted vote (Kemeny-like with power 1, the Frechet mean with power 2);
+
+  (candidates fitted on labels weigh every vote fully, dependency groups or not:
+  the labels measure each LF's worth as it votes);
+- ``halfway to dev weights``: the mean of the unsupervised and the dev thetas;
+- ``LF <a> first``: LF a's vote whenever it votes (theta at its cap), the
+  unsupervised model where it abstains (a single LF, never worse on its abstains).
+
+Each candidate is scored by the mean distance d(prediction, label) over the labeled
+rows, the prediction being the label of least posterior expected distance
+(``predict(decision="distance")``). Candidates that learn from the labels are scored
+by K-fold cross-validation (fitted on the other folds); the others learn nothing from
+them and are scored on every labeled row. The lowest mean wins (ties: the order
+above) when it beats the unsupervised model by more than ``DEV_MIN_SE`` standard
+errors of the paired difference (otherwise the unsupervised model stays), and a
+candidate fitted on labels is then refitted on all of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.special import logsumexp
+
+from snorkel_structured.estimators._em_core import (
+    _EPS_MIN,
+    _Problem,
+    _run_em,
+    _SqDists,
+    pattern_weights,
+    support_log_table,
+)
+from snorkel_structured.estimators._stats import VoteStats
+
+__all__ = ["DevChoice", "choose_with_dev", "posterior_table"]
+
+DEV_FOLDS = 5
+# Standard errors by which a candidate must beat the unsupervised model to replace it.
+DEV_MIN_SE = 1.0
+# EM iterations for a theta fitted on labeled rows (the E-step is clamped, so EM
+# only re-solves the moment equations; a few suffice).
+_DEV_MAX_ITER = 50
+
+
+def posterior_table(
+    S: Any,
+    theta: np.ndarray,
+    T: np.ndarray,
+    *,
+    power: float,
+    eps: np.ndarray | None = None,
+    log_h: np.ndarray | None = None,
+    alpha: np.ndarray | None = None,
+) -> np.ndarray:
+    """(n_lfs, r + 1, k) log-factors of the posterior over the support T.
+
+    ``table[a, v + 1, j]`` is LF a's log P(lambda_a = v | Y = T_j), with the abstain
+    row 0 holding log P(abstain | T_j) when abstains depend on the label (``alpha``
+    of shape (n_lfs, k)), else 0. (Dependency groups weigh the votes per pattern:
+    :func:`~snorkel_structured.estimators._em_core.pattern_weights`.)
+    """
+    table = support_log_table(S, theta, T, power=power, eps=eps, log_h=log_h)
+    if alpha is not None:  # the votes' factor 1 - alpha, abstains' alpha
+        table[:, 1:, :] += np.log1p(-alpha)[:, None, :]
+        table[:, 0, :] = np.log(alpha)
+    return table
+
+
+@dataclass(frozen=True)
+class DevChoice:
+    """The candidate chosen and every candidate's cross-validated score."""
+
+    name: str
+    theta: np.ndarray
+    power: float
+    eps: np.ndarray | None
+    scores: pd.DataFrame
+    grouped: bool  # whether the dependency groups weigh the votes (unfitted only)
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    name: str
+    power: float
+    mode: str  # "fixed", "lf", "shared" or "half"
+    theta: np.ndarray | None = None  # for "fixed"
+    eps: np.ndarray | None = None  # outlier rates, at the base power only
+
+
+def _row_losses(
+    table: np.ndarray,
+    log_prior: np.ndarray,
+    P: np.ndarray,
+    y_pos: np.ndarray,
+    D_T: np.ndarray,
+    pw: np.ndarray | None,
+) -> np.ndarray:
+    """d(prediction, label) per labeled pattern; the prediction minimizes E[d | votes].
+
+    ``D_T`` is (k, r): distances from the support's labels to every label; ``y_pos``
+    the labels' positions in the support.
+    """
+    G = np.tile(log_prior, (P.shape[0], 1))
+    for a in range(P.shape[1]):  # one (u, k) gather per LF
+        term = table[a][P[:, a] + 1]
+        G += term if pw is None else term * pw[:, a : a + 1]
+    no_votes = (P < 0).all(axis=1) | np.isneginf(G).all(axis=1)
+    G[no_votes] = log_prior  # rows without votes get the prior, as in predict
+    post = np.exp(G - logsumexp(G, axis=1, keepdims=True))
+    pred = np.argmin(post @ D_T, axis=1)
+    return D_T[y_pos, pred]
+
+
+def _folds(counts: np.ndarray, n_folds: int, rng: np.random.Generator) -> np.ndarray:
+    """(n_folds, u) counts of each labeled pattern's rows in each fold (rows shuffled)."""
+    c = np.round(counts).astype(np.int64)
+    rows = np.repeat(np.arange(c.size), c)
+    fold = np.empty(rows.size, dtype=np.int64)
+    fold[rng.permutation(rows.size)] = np.arange(rows.size) % n_folds
+    out = np.zeros((n_folds, c.size))
+    np.add.at(out, (fold, rows), 1.0)
+    return out
+
+
+def choose_with_dev(
+    S: Any,
+    T: np.ndarray,
+    w: np.ndarray,
+    *,
+    theta: np.ndarray,
+    power: float,
+    eps: np.ndarray | None,
+    log_h: np.ndarray | None,
+    alpha: np.ndarray | None,
+    groups: np.ndarray | None,
+    labeled: tuple[np.ndarray, np.ndarray, np.ndarray],
+    rng: np.random.Generator,
+    n_folds: int = DEV_FOLDS,
+) -> DevChoice:
+    """The candidate of least cross-validated mean distance on the labeled rows.
+
+    Parameters
+    ----------
+    S : ndarray of shape (r, r) or FiniteMetricSpace
+        Squared distances (or the space, for large spaces).
+    T : ndarray of int of shape (k,)
+        The support; every label of ``labeled`` must be in it.
+    w : ndarray of shape (k,)
+        The unsupervised prior over T (kept by every candidate).
+    theta, power, eps, log_h, alpha, groups
+        The unsupervised fit: theta (n_lfs,) or (n_lfs, r), its noise power,
+        outlier rates and vote distributions (or None), label-dependent abstain
+        rates (n_lfs, k) (or None), and each LF's dependency group (or None).
+    labeled : (patterns, counts, labels)
+        Labeled rows as unique vote patterns (u, n_lfs), their counts (u,) and
+        label indices (u,).
+    rng : numpy.random.Generator
+        Draws the folds.
+
+    Returns
+    -------
+    DevChoice
+    """
+    P, c, y = (np.asarray(v) for v in labeled)
+    P = P.astype(np.int64)
+    m = P.shape[1]
+    pos = np.full(int(max(T.max(), y.max())) + 1, -1, dtype=np.int64)
+    pos[T] = np.arange(T.size)
+    y_pos = pos[y]
+    if (y_pos < 0).any():
+        raise ValueError("every labeled row's label must be in the support")
+    sq2 = _SqDists(S, 2.0)
+    D_T = np.sqrt(np.maximum(sq2.sq_rows(T), 0.0))  # (k, r)
+    log_prior = np.log(np.maximum(w, 1e-300))
+    # theta per LF and label is (n_lfs, r): the per-LF candidates start from its mean
+    base_theta = theta if theta.ndim == 1 else theta[:, T].mean(axis=1)
+    cap = _SqDists(S, power).theta_max
+
+    def table(cand: _Candidate, th: np.ndarray) -> np.ndarray:
+        return posterior_table(
+            S,
+            th,
+            T,
+            power=cand.power,
+            eps=cand.eps,
+            log_h=log_h if cand.eps is not None else None,
+            alpha=alpha,
+        )
+
+    def fit_theta(cand: _Candidate, counts: np.ndarray) -> np.ndarray:
+        """theta of a candidate that learns from the labeled rows with ``counts``."""
+        keep = counts > 0
+        lab = (P[keep], counts[keep], y[keep])
+        empty = VoteStats(int(sq2.r), P[:0], np.zeros(0))
+        sq = _SqDists(S, cand.power)
+        prob = _Problem(empty, sq, lab)
+        # The E-step is clamped to the labels: EM only solves the moment equations,
+        # from any start.
+        start = base_theta if cand.power == power else np.full(m, 1.0 / sq.unit)
+        fit = _run_em(
+            prob,
+            T,
+            w,
+            np.clip(start, 0.0, sq.theta_max),
+            fixed_w=True,
+            label_dependent=False,
+            shared=cand.mode == "shared",
+            max_iter=_DEV_MAX_ITER,
+            tol=1e-8,
+        )
+        if cand.mode == "half":
+            return 0.5 * (base_theta + fit.theta)
+        return fit.theta
+
+    # Thetas fitted on labeled rows are of the paper's family with power 1 or 2 (no
+    # outlier component: a hundred rows do not estimate its rates).
+    cands = [_Candidate("label model", power, "fixed", theta, eps)]
+    for mode, what in (("lf", "LF weights"), ("shared", "equal weights")):
+        for p in dict.fromkeys((power, 1.0, 2.0)):
+            cands.append(_Candidate(f"{what} from dev rows (power {p:g})", p, mode))
+    if eps is None:
+        cands.append(_Candidate("halfway to dev weights", power, "half"))
+    for a in range(m):
+        th = np.array(theta, dtype=np.float64, copy=True)
+        th[a] = cap  # a whole row when theta is per label
+        ep = None
+        if eps is not None:  # LF a's votes are never outliers here
+            ep = eps.copy()
+            ep[a] = _EPS_MIN
+        cands.append(_Candidate(f"LF {a} first", power, "fixed", th, ep))
+
+    pw = pattern_weights(P, groups)
+    folds = _folds(c, n_folds, rng)
+    n = float(c.sum())
+    rows = []
+    losses = {}
+    for cand in cands:
+        if cand.mode == "fixed":
+            loss = _row_losses(table(cand, cand.theta), log_prior, P, y_pos, D_T, pw)
+            per_row = loss * c
+        else:
+            per_row = np.zeros(c.size)
+            for f in range(n_folds):
+                train = c - folds[f]
+                if train.sum() <= 0 or folds[f].sum() <= 0:
+                    continue
+                th = fit_theta(cand, train)
+                loss = _row_losses(table(cand, th), log_prior, P, y_pos, D_T, None)
+                per_row += loss * folds[f]
+        losses[cand.name] = per_row
+        rows.append(
+            {
+                "candidate": cand.name,
+                "mean_distance": float(per_row.sum() / n),
+                "fitted_on_dev": cand.mode != "fixed",
+            }
+        )
+    scores = pd.DataFrame(rows)
+    # Standard error of each candidate's difference from the unsupervised model
+    # (paired over the labeled rows): how far apart they are beyond the noise of a
+    # hundred rows.
+    ref = losses[cands[0].name]
+    se = []
+    for cand in cands:
+        d = (losses[cand.name] - ref) / np.maximum(c, 1e-300)  # mean per pattern
+        mean = float((c * d).sum() / n)
+        var = float((c * (d - mean) ** 2).sum() / max(n - 1.0, 1.0))
+        se.append(float(np.sqrt(var / n)))
+    scores["se_of_difference"] = se
+    # The best candidate replaces the unsupervised model when it beats it by more
+    # than DEV_MIN_SE standard errors: among a dozen candidates, the best score on a
+    # hundred rows is partly luck (the winner's curse).
+    mean = scores["mean_distance"].to_numpy()
+    best = int(np.argmin(mean))  # ties: the first
+    if mean[0] - mean[best] <= DEV_MIN_SE * se[best]:
+        best = 0
+    chosen = cands[best]
+    scores["chosen"] = np.arange(len(cands)) == best
+    th = chosen.theta if chosen.mode == "fixed" else fit_theta(chosen, c)
+    return DevChoice(
+        chosen.name,
+        np.asarray(th, dtype=np.float64),
+        chosen.power,
+        chosen.eps,
+        scores,
+        chosen.mode == "fixed",
+    )

@@ -1,0 +1,300 @@
+"""The finite label model's defaults on data it was not built from: the whole-space
+prior, the leave-one-out choice of family and weights, dependencies found in the
+fit, and a few labeled rows that choose by cross-validation."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import snorkel_structured as ss
+from snorkel_structured.estimators._em_core import (
+    EMFit,
+    _Problem,
+    _SqDists,
+    pattern_weights,
+)
+from snorkel_structured.estimators._stats import VoteStats
+from snorkel_structured.exceptions import IdentifiabilityWarning
+from snorkel_structured.label_model._dev_choice import DEV_MIN_SE
+from snorkel_structured.label_model.structured import PRIOR_PSEUDO_COUNT
+
+
+def _noisy_copy(rng, Y, accuracy, r):
+    """Y where a coin of probability ``accuracy`` lands, else a uniform label."""
+    keep = rng.random(Y.size) < accuracy
+    return np.where(keep, Y, rng.integers(0, r, Y.size))
+
+
+def _dominant_lf_data(n=3000, seed=0):
+    """Truth spread over all 24 rankings; LF 0 votes on 96% of rows, LFs 1-2 on 3%."""
+    rng = np.random.default_rng(seed)
+    space = ss.Permutations(4)
+    Y = rng.integers(0, 24, n)
+    L = np.full((n, 3), -1)
+    L[:, 0] = _noisy_copy(rng, Y, 0.8, 24)
+    L[rng.random(n) > 0.96, 0] = -1
+    for a in (1, 2):
+        votes = rng.random(n) < 0.03
+        L[votes, a] = _noisy_copy(rng, Y[votes], 0.9, 24)
+    return space, L, Y
+
+
+def test_default_prior_spreads_over_the_space_and_never_collapses():
+    # The truth is any of the 24 rankings: a few-label support would predict one
+    # answer for nearly every row (what the issue saw: 0.49 against 0.29).
+    space, L, Y = _dominant_lf_data()
+    lm = ss.StructuredLabelModel(space, seed=0).fit(L, progress_bar=False)
+    assert lm.support_.size == 24
+    pred = lm.predict(L, tie_break_policy="random")
+    assert np.unique(pred).size == 24
+    only_lf0 = (L[:, 0] >= 0) & (L[:, 1:] < 0).all(axis=1)
+    # Alone, LF 0 is the best guess of every row it votes on.
+    assert np.mean(pred[only_lf0] == L[only_lf0, 0]) > 0.95
+    assert np.mean(pred == Y) >= np.mean(L[:, 0] == Y) - 0.01
+
+
+def test_default_prior_keeps_every_label_at_the_pseudo_count():
+    # MAP of the prior with a Dirichlet pseudo-count a per label: every weight is
+    # at least a / (n + a r) (the M-step adds a to each label's posterior mass).
+    space, L, _ = _dominant_lf_data(n=2000)
+    lm = ss.StructuredLabelModel(space, seed=0).fit(L, progress_bar=False)
+    floor = PRIOR_PSEUDO_COUNT / (2000 + PRIOR_PSEUDO_COUNT * 24)
+    assert lm.prior_.min() >= floor * (1 - 1e-9)
+    # prior_support="search" (the paper's few-centers prior) has no pseudo-count
+    data = ss.synthetic.make_ranking_data(3000, seed=0)
+    lm = ss.StructuredLabelModel(data.space, seed=0, prior_support="search")
+    lm.fit(data.L, progress_bar=False)
+    assert set(lm.support_.tolist()) == set(data.support.tolist())
+
+
+def test_papers_setup_is_as_accurate_with_the_default_prior():
+    data = ss.synthetic.make_ranking_data(2000, theta=(0.0, 0.0, 1.0), seed=1)
+    acc = {}
+    for support in ("auto", "search"):
+        lm = ss.StructuredLabelModel(data.space, seed=0, prior_support=support)
+        acc[support] = np.mean(
+            lm.fit(data.L, progress_bar=False).predict(data.L) == data.Y
+        )
+    assert acc["auto"] >= acc["search"] - 0.01
+    assert acc["auto"] > 0.9
+
+
+def test_pattern_weights_by_hand():
+    P = np.array([[0, 1, -1, 2], [0, -1, 2, -1], [-1, -1, 1, 0], [3, 3, 3, 3]])
+    groups = np.array([0, 0, 1, 1])
+    expected = np.array(
+        [[0.5, 0.5, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 0.5, 0.5], [0.5] * 4]
+    )
+    np.testing.assert_array_equal(pattern_weights(P, groups), expected)
+    assert pattern_weights(P, np.arange(4)) is None
+    assert pattern_weights(P, None) is None
+
+
+def _brute_force_loo_risk(P, c, S, theta, w, T, groups):
+    """sum_i c_i sum_a [a voted, another group voted] d(MAP without a's group, v_ia),
+    from the model's definition P(v | y) = exp(-theta d^2(v, y)) / Z(y), each vote
+    weighing 1/j where j LFs of its group voted."""
+    D = np.sqrt(S)
+    logP = -theta[:, None, None] * S[None, :, :]  # (m, y, v)
+    logP -= np.log(np.exp(logP).sum(axis=2, keepdims=True))
+    total = 0.0
+    for i in range(P.shape[0]):
+        for a in range(P.shape[1]):
+            if P[i, a] < 0:
+                continue
+            others = [
+                b for b in range(P.shape[1]) if groups[b] != groups[a] and P[i, b] >= 0
+            ]
+            if not others:
+                continue
+            n_voting = {
+                g: sum(P[i, b] >= 0 for b in others if groups[b] == g) for g in groups
+            }
+            score = [
+                np.log(w[j])
+                + sum(logP[b, T[j], P[i, b]] / n_voting[groups[b]] for b in others)
+                for j in range(T.size)
+            ]
+            total += c[i] * D[T[int(np.argmax(score))], P[i, a]]
+    return total
+
+
+@pytest.mark.parametrize("groups", [None, np.array([0, 0, 1, 2])])
+def test_leave_one_out_risk_matches_brute_force(groups):
+    space = ss.Permutations(3)
+    S = space.squared_distance_matrix
+    rng = np.random.default_rng(0)
+    L = rng.integers(-1, 6, size=(300, 4))
+    stats = VoteStats.from_label_matrix(L, n_labels=6)
+    prob = _Problem(stats, _SqDists(S), groups=groups)
+    T = np.array([0, 2, 3, 5])
+    w = np.array([0.1, 0.4, 0.3, 0.2])
+    theta = np.array([0.3, 1.1, 0.7, 0.2])
+    got = prob.c @ prob.leave_one_out_risk(np.log(w), theta, T, groups=groups)
+    P, c = np.asarray(stats.patterns), np.asarray(stats.counts)
+    g = np.arange(4) if groups is None else groups
+    want = _brute_force_loo_risk(P, c, S, theta, w, T, g)
+    assert got == pytest.approx(want, rel=1e-12)
+
+
+def test_equally_good_lfs_get_nearly_equal_weights():
+    space = ss.Permutations(4)
+    data = ss.synthetic.make_label_matrix(
+        3000, space=space, theta=[0.7] * 5, prior=np.full(24, 1 / 24), seed=3
+    )
+    lm = ss.StructuredLabelModel(space, seed=0).fit(
+        data.L, progress_bar=False, dependencies=[]
+    )
+    assert np.ptp(lm.theta_) < 0.1 * lm.theta_.mean()
+    # the weighted answers predict held-out votes as well as the unweighted vote
+    assert abs(lm.noise_model_["safety_net_z"]) < 2.0
+
+
+def test_unequal_lfs_keep_their_weights():
+    data = ss.synthetic.make_ranking_data(3000, theta=(0.0, 0.0, 1.0), seed=0)
+    lm = ss.StructuredLabelModel(data.space, seed=0).fit(data.L, progress_bar=False)
+    assert lm.shrinkage_ < 1.0
+    assert lm.noise_model_["safety_net_z"] > 2.0  # well ahead of the unweighted vote
+    assert np.argmax(lm.theta_) == 2
+
+
+def test_safety_net_replaces_weights_that_predict_worse():
+    # LFs 1-3 copy one poor source: the fitted model trusts them; the unweighted
+    # vote, scored against held-out votes with the copies left out together,
+    # predicts better, and replaces it (dependencies declared as a group of three
+    # leave 2 groups: equal weights by rule, so here they are only used for scoring).
+    space, L, Y = _dominated_by_a_shared_source()
+    from snorkel_structured.estimators._noise_family import unweighted_safety_net
+
+    stats = VoteStats.from_label_matrix(L, n_labels=24)
+    T = np.arange(24)
+    w = np.full(24, 1 / 24)
+    trusting = EMFit(w, np.array([0.1, 2.0, 2.0, 2.0]), None, 0.0, 0, True)
+    equal = EMFit(w, np.full(4, 1.0), None, 0.0, 0, True)
+    grouped = _Problem(
+        stats, _SqDists(space.squared_distance_matrix), groups=np.array([0, 1, 1, 1])
+    )
+    replace, z = unweighted_safety_net(grouped, grouped, T, trusting, equal)
+    D = space.distance_matrix
+    err = {}
+    for name, f in (("trusting", trusting), ("equal", equal)):
+        G = sum(
+            -f.theta[a] * space.squared_distance_matrix[:, L[:, a]].T for a in range(4)
+        )
+        err[name] = D[np.argmax(G, axis=1), Y].mean()
+    assert err["equal"] < err["trusting"]  # the truth agrees with the criterion
+    assert replace and z < -2.0
+
+
+def _copied_lfs(n=6000, seed=0, copies=(4,)):
+    """Discrete(3): LFs 0-3 independent, each LF in ``copies`` copies LF 0."""
+    rng = np.random.default_rng(seed)
+    Y = rng.integers(0, 3, n)
+    L = np.column_stack([_noisy_copy(rng, Y, acc, 3) for acc in (0.5, 0.6, 0.7, 0.55)])
+    extra = [L[:, 0].copy() for _ in copies]
+    return np.column_stack([L, *extra]), Y
+
+
+def test_auto_dependencies_find_a_copy_and_weigh_every_lf_the_same():
+    L, Y = _copied_lfs()
+    space = ss.Discrete(3)
+    with pytest.warns(IdentifiabilityWarning, match=r"LF pairs \[\(0, 4\)\]"):
+        lm = ss.StructuredLabelModel(space, seed=0).fit(L, progress_bar=False)
+    assert lm.dependencies_ == [(0, 4)]
+    assert lm.lf_groups_[0] == lm.lf_groups_[4] != lm.lf_groups_[1]
+    assert lm.dependency_test_ is not None and len(lm.dependency_test_) == 10
+    # found dependencies: the unweighted vote, whatever the agreements suggest
+    assert np.ptp(lm.theta_) == 0.0 and lm.shrinkage_ == 1.0
+    # declared, the same pair makes the copy and its original one voice instead
+    declared = ss.StructuredLabelModel(space, seed=0).fit(
+        L, progress_bar=False, dependencies=[(0, 4)]
+    )
+    alone = ss.StructuredLabelModel(space, seed=0).fit(
+        L[:, :4], progress_bar=False, dependencies=[]
+    )
+    np.testing.assert_allclose(declared.vote_weights_, [0.5, 1, 1, 1, 0.5])
+    assert (
+        np.mean(declared.predict(L) == Y)
+        >= np.mean(alone.predict(L[:, :4]) == Y) - 0.01
+    )
+
+
+def test_auto_dependencies_stay_quiet_on_independent_lfs():
+    L, _ = _copied_lfs(copies=())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdentifiabilityWarning)
+        lm = ss.StructuredLabelModel(ss.Discrete(3), seed=0).fit(L, progress_bar=False)
+    assert lm.dependencies_ == []
+
+
+def test_fewer_than_three_sources_fall_back_to_equal_weights():
+    space = ss.Discrete(3)
+    L, _ = _copied_lfs(copies=(4, 5))
+    # Declared: LFs 1, 2, 3 and 0 with its copies form two groups.
+    deps = [(0, 4), (0, 5), (1, 2), (2, 3)]
+    with pytest.warns(IdentifiabilityWarning, match="unweighted vote"):
+        lm = ss.StructuredLabelModel(space, seed=0).fit(
+            L, progress_bar=False, dependencies=deps
+        )
+    assert lm.shrinkage_ == 1.0
+    assert np.ptp(lm.theta_) < 1e-12
+
+
+def test_dependencies_must_be_auto_none_or_pairs():
+    L, _ = _copied_lfs(copies=())
+    lm = ss.StructuredLabelModel(ss.Discrete(3), seed=0)
+    with pytest.raises(ValueError, match="dependencies must be 'auto'"):
+        lm.fit(L, progress_bar=False, dependencies="all")
+
+
+def _dominated_by_a_shared_source(n=3000, seed=0):
+    """LF 0 is good; LFs 1-3 copy one poor shared source, so they agree with each
+    other far more than with the truth (the votes alone favour them)."""
+    rng = np.random.default_rng(seed)
+    space = ss.Permutations(4)
+    Y = rng.integers(0, 24, n)
+    source = _noisy_copy(rng, Y, 0.25, 24)
+    L = np.column_stack(
+        [_noisy_copy(rng, Y, 0.75, 24)]
+        + [_noisy_copy(rng, source, 0.9, 24) for _ in range(3)]
+    )
+    return space, L, Y
+
+
+def test_dev_rows_choose_by_cross_validation():
+    space, L, Y = _dominated_by_a_shared_source()
+    test = np.arange(2000, 3000)
+    dev = np.arange(100)
+    D = space.distance_matrix
+    lm = ss.StructuredLabelModel(space, seed=0).fit(
+        L[:2000], L_dev=L[dev], Y_dev=Y[dev], progress_bar=False, dependencies=[]
+    )
+    err = D[lm.predict(L[test], decision="distance"), Y[test]].mean()
+    lf0 = D[L[test, 0], Y[test]].mean()
+    unsup = ss.StructuredLabelModel(space, seed=0).fit(
+        L[:2000], progress_bar=False, dependencies=[]
+    )
+    err_unsup = D[unsup.predict(L[test], decision="distance"), Y[test]].mean()
+    assert err_unsup > lf0 + 0.2  # the votes alone mislead the model
+    assert err <= lf0 + 0.05
+    assert lm.dev_choice_ != "label model"
+    scores = lm.dev_scores_
+    assert scores["chosen"].sum() == 1
+    chosen = scores.loc[scores["chosen"], "mean_distance"].item()
+    label_model = scores["mean_distance"].iloc[0]
+    # the best candidate, when it beats the unsupervised model beyond the noise
+    assert chosen == scores["mean_distance"].min()
+    best = scores["mean_distance"].idxmin()
+    assert label_model - chosen > DEV_MIN_SE * scores["se_of_difference"][best]
+    assert {"label model", "LF 0 first", "LF 3 first"} <= set(scores["candidate"])
+    # The unsupervised candidate is scored as the unsupervised model predicts.
+    row = scores.loc[scores["candidate"] == "label model", "mean_distance"].item()
+    want = D[unsup.predict(L[dev], decision="distance"), Y[dev]].mean()
+    assert row == pytest.approx(want, abs=1e-12)
+
+
+def test_no_dev_rows_no_dev_choice():
+    space, L, _ = _dominant_lf_data(n=500)
+    lm = ss.StructuredLabelModel(space, seed=0).fit(L, progress_bar=False)
+    assert lm.dev_choice_ is None and lm.dev_scores_ is None
