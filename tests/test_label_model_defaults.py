@@ -298,3 +298,22 @@ def test_no_dev_rows_no_dev_choice():
     space, L, _ = _dominant_lf_data(n=500)
     lm = ss.StructuredLabelModel(space, seed=0).fit(L, progress_bar=False)
     assert lm.dev_choice_ is None and lm.dev_scores_ is None
+
+
+def test_manifold_auto_dependencies_find_a_copy():
+    space = ss.Euclidean(2)
+    rng = np.random.default_rng(0)
+    Y = rng.normal(size=(4000, 2))
+    X = (
+        Y[:, None, :]
+        + rng.normal(size=(4000, 4, 2)) * np.array([0.3, 0.5, 0.4, 0.6])[None, :, None]
+    )
+    X = np.concatenate([X, X[:, :1]], axis=1)  # LF 4 copies LF 0
+    with pytest.warns(IdentifiabilityWarning, match=r"LF pairs \[\(0, 4\)\]"):
+        mm = ss.ManifoldLabelModel(space).fit(X)
+    assert mm.dependencies_.tolist() == [[0, 4]]
+    assert len(mm.dependency_test_) == 10
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdentifiabilityWarning)
+        none = ss.ManifoldLabelModel(space).fit(X[:, :4])
+    assert none.dependencies_.size == 0

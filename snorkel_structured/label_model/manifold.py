@@ -281,13 +281,18 @@ class ManifoldLabelModel(
         # scale (d^2, 1 - cos d, cosh d - 1) at most half what independence predicts.
         obs, exp = frame["observed"].to_numpy(), frame["expected"].to_numpy()
         if isinstance(self.space, Euclidean):
-            closeness = exp / obs
+            gap, gap_exp = obs, exp
         elif isinstance(self.space, Sphere):
-            closeness = (1.0 - exp) / (1.0 - obs)
+            gap, gap_exp = 1.0 - obs, 1.0 - exp
         else:
-            closeness = (exp - 1.0) / (obs - 1.0)
-        with np.errstate(invalid="ignore"):
-            strong = frame["dependent"].to_numpy() & ~(closeness < DEPENDENCE_MIN_RATIO)
+            gap, gap_exp = obs - 1.0, exp - 1.0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            strong = frame["dependent"].to_numpy() & ~(
+                gap_exp / gap < DEPENDENCE_MIN_RATIO
+            )
+        # an exact copy (the pair's votes equal wherever both vote) leaves the test
+        # nothing to predict it from (NaN): flagged all the same
+        strong |= (frame["n_both"].to_numpy() > 0) & (np.abs(gap) <= 1e-12)
         pairs = [
             (int(a), int(b)) for a, b in frame.loc[strong, ["lf_a", "lf_b"]].values
         ]
