@@ -313,7 +313,6 @@ class _Problem:
         groups: np.ndarray | None = None,
         log_h: np.ndarray | None = None,
         prior_pseudo_count: float = 0.0,
-        weigh_groups: bool = True,
     ) -> None:
         self.sq = sq
         # Group of each LF (dependent LFs share one; None: all independent). In a
@@ -337,8 +336,7 @@ class _Problem:
         self.u, self.m = self.P.shape
         self.n = float(self.c.sum())
         self.voted = self.P != ABSTAIN
-        self.weigh_groups = weigh_groups
-        self.pw = pattern_weights(self.P, groups) if weigh_groups else None
+        self.pw = pattern_weights(self.P, groups)
         # each vote's weight, 0 for abstains (float: BLAS products; bool is slow)
         self.voted_f = self.voted.astype(np.float64)
         if self.pw is not None:
@@ -608,7 +606,6 @@ class _Problem:
         T: np.ndarray,
         alpha: np.ndarray | None = None,
         eps: np.ndarray | None = None,
-        groups: np.ndarray | None = None,
     ) -> np.ndarray:
         """Per pattern, sum over LFs a of d(MAP without a's group, lambda_a), (u,).
 
@@ -618,8 +615,8 @@ class _Problem:
         not depend on the model (exactly so for squared distances in Euclidean
         space). It scores what a model predicts, not how well it fits the votes:
         a likelihood rewards a model that explains agreements by dependence or
-        outliers even when its answers get worse. ``groups`` (n_lfs,) leaves each
-        LF's whole group of dependent LFs out (they would vouch for each other).
+        outliers even when its answers get worse. Each LF's whole dependency group
+        (``groups``) is left out (its members would vouch for each other).
         A vote counts where an LF outside its group voted too.
         """
         per_lf = self.vote_log_terms(theta, T, eps)
@@ -628,8 +625,7 @@ class _Problem:
                 self.voted[:, :, None], np.log1p(-alpha)[None], np.log(alpha)[None]
             )
         G = per_lf.sum(axis=1) + log_w[None, :]  # (u, k)
-        groups = self.groups if groups is None else groups
-        groups = np.arange(self.m) if groups is None else np.asarray(groups)
+        groups = np.arange(self.m) if self.groups is None else np.asarray(self.groups)
         D_T = np.sqrt(np.maximum(self.sq.sq_rows(T), 0.0))  # (k, r)
         risk = np.zeros(self.u)
         for g in np.unique(groups):  # one (u, k) argmax per group

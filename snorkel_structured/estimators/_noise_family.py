@@ -216,7 +216,6 @@ def choose_family(
         weights = (1.0, max(1.0, float(np.sum(stats.counts)) / max(n_lab, 1.0)))
     vw = base_prob.groups
     pc = base_prob.prior_pseudo_count
-    wg = base_prob.weigh_groups
 
     def weighted(lab: Any, omega: float) -> Any:
         return None if lab is None else (lab[0], lab[1] * omega, lab[2])
@@ -230,7 +229,6 @@ def choose_family(
             weighted(labeled, omega),
             vw,
             prior_pseudo_count=pc,
-            weigh_groups=wg,
         )
         # From the base (not the halves' fits): a symmetric problem stays symmetric.
         th0 = _start_theta(base, base_prob, prob.sq)
@@ -257,9 +255,7 @@ def choose_family(
     for p, o, omega in candidates:
         sq = _SqDists(S, p)
         fit_on = [
-            _Problem(
-                st, sq, weighted(lab, omega), vw, prior_pseudo_count=pc, weigh_groups=wg
-            )
+            _Problem(st, sq, weighted(lab, omega), vw, prior_pseudo_count=pc)
             for st, lab in halves
         ]
         # An outlier vote is drawn from the LF's vote distribution as estimated on
@@ -272,7 +268,6 @@ def choose_family(
                 vw,
                 log_h=fit_on[1 - j].log_h,
                 prior_pseudo_count=pc,
-                weigh_groups=wg,
             )
             for j, (st, lab) in enumerate(halves)
         ]
@@ -317,9 +312,7 @@ def choose_family(
     p, o, omega, s = best
     fit, prob = refit(p, o, omega)
     if omega != 1.0:  # the fitted problem, with the labeled rows counted once
-        prob = _Problem(
-            stats, _SqDists(S, p), labeled, vw, prior_pseudo_count=pc, weigh_groups=wg
-        )
+        prob = _Problem(stats, _SqDists(S, p), labeled, vw, prior_pseudo_count=pc)
     return FamilyChoice(
         p, o, s, omega, _with_theta(fit, shrink_theta(fit.theta, s)), prob, scores
     )

@@ -410,7 +410,6 @@ def mle_estimate(
     dependencies: Any = (),
     groups: np.ndarray | None = None,
     prior_pseudo_count: float = 0.0,
-    weigh_groups: bool = True,
     progress_bar: bool = False,
 ) -> MLEEstimate:
     """Maximum-likelihood prior and theta of the finite noise model (EM over patterns).
@@ -516,7 +515,6 @@ def mle_estimate(
         sq,
         groups=groups,
         prior_pseudo_count=prior_pseudo_count,
-        weigh_groups=weigh_groups,
     )
     abstain_variants = _variants(abstain_dependent, "abstain_dependent")
     if not prob.any_abstain:

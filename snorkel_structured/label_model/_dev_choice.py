@@ -37,17 +37,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.special import logsumexp
 
 from snorkel_structured.estimators._em_core import (
     _EPS_MIN,
     _Problem,
     _run_em,
     _SqDists,
-    pattern_weights,
     support_log_table,
 )
 from snorkel_structured.estimators._stats import VoteStats
+from snorkel_structured.label_model._posterior import _SupportPosterior
 
 __all__ = ["DevChoice", "choose_with_dev", "posterior_table"]
 
@@ -110,22 +109,17 @@ def _row_losses(
     P: np.ndarray,
     y_pos: np.ndarray,
     D_T: np.ndarray,
-    pw: np.ndarray | None,
+    T: np.ndarray,
+    groups: np.ndarray | None,
 ) -> np.ndarray:
-    """d(prediction, label) per labeled pattern; the prediction minimizes E[d | votes].
+    """d(prediction, label) per labeled pattern, the prediction being the fitted
+    model's ``predict(decision="distance")`` (the label of least E[d | votes]).
 
     ``D_T`` is (k, r): distances from the support's labels to every label; ``y_pos``
     the labels' positions in the support.
     """
-    G = np.tile(log_prior, (P.shape[0], 1))
-    for a in range(P.shape[1]):  # one (u, k) gather per LF
-        term = table[a][P[:, a] + 1]
-        G += term if pw is None else term * pw[:, a : a + 1]
-    no_votes = (P < 0).all(axis=1) | np.isneginf(G).all(axis=1)
-    G[no_votes] = log_prior  # rows without votes get the prior, as in predict
-    post = np.exp(G - logsumexp(G, axis=1, keepdims=True))
-    pred = np.argmin(post @ D_T, axis=1)
-    return D_T[y_pos, pred]
+    post = _SupportPosterior(table, log_prior, T, D_T.shape[1], groups)
+    return D_T[y_pos, post.predict_min_cost(P, D_T)]
 
 
 def _folds(counts: np.ndarray, n_folds: int, rng: np.random.Generator) -> np.ndarray:
@@ -246,14 +240,15 @@ def choose_with_dev(
             ep[a] = _EPS_MIN
         cands.append(_Candidate(f"LF {a} first", power, "fixed", th, ep))
 
-    pw = pattern_weights(P, groups)
     folds = _folds(c, n_folds, rng)
     n = float(c.sum())
     rows = []
     losses = {}
     for cand in cands:
         if cand.mode == "fixed":
-            loss = _row_losses(table(cand, cand.theta), log_prior, P, y_pos, D_T, pw)
+            loss = _row_losses(
+                table(cand, cand.theta), log_prior, P, y_pos, D_T, T, groups
+            )
             per_row = loss * c
         else:
             per_row = np.zeros(c.size)
@@ -262,7 +257,7 @@ def choose_with_dev(
                 if train.sum() <= 0 or folds[f].sum() <= 0:
                     continue
                 th = fit_theta(cand, train)
-                loss = _row_losses(table(cand, th), log_prior, P, y_pos, D_T, None)
+                loss = _row_losses(table(cand, th), log_prior, P, y_pos, D_T, T, None)
                 per_row += loss * folds[f]
         losses[cand.name] = per_row
         rows.append(

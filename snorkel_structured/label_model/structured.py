@@ -609,7 +609,6 @@ class StructuredLabelModel(
                     shrinkages=shrinkages,
                     dependencies=self._dependencies,
                     groups=groups,
-                    weigh_groups=pattern_groups is not None,
                     prior_pseudo_count=PRIOR_PSEUDO_COUNT
                     if self._spread_prior()
                     else 0.0,
