@@ -17,7 +17,10 @@ from snorkel_structured.estimators._em_core import (
 from snorkel_structured.estimators._stats import VoteStats
 from snorkel_structured.exceptions import IdentifiabilityWarning
 from snorkel_structured.label_model._dev_choice import DEV_MIN_SE
-from snorkel_structured.label_model.structured import PRIOR_PSEUDO_COUNT
+from snorkel_structured.label_model.structured import (
+    ONE_ANSWER_SHARE,
+    PRIOR_PSEUDO_COUNT,
+)
 
 
 def _noisy_copy(rng, Y, accuracy, r):
@@ -317,3 +320,23 @@ def test_manifold_auto_dependencies_find_a_copy():
         warnings.simplefilter("error", IdentifiabilityWarning)
         none = ss.ManifoldLabelModel(space).fit(X[:, :4])
     assert none.dependencies_.size == 0
+
+
+def test_one_answer_for_every_row_warns():
+    # LFs that vote at random: the votes carry nothing, the posterior is nearly the
+    # prior and one label is the answer for nearly every row. fit says so.
+    rng = np.random.default_rng(0)
+    L = rng.integers(0, 24, size=(3000, 4))
+    lm = ss.StructuredLabelModel(ss.Permutations(4), seed=0)
+    with pytest.warns(IdentifiabilityWarning, match="predicts label .* of the voted"):
+        lm.fit(L, progress_bar=False, dependencies=[])
+    pred = lm.predict(L, tie_break_policy="random")
+    assert np.bincount(pred).max() / pred.size >= ONE_ANSWER_SHARE
+
+
+def test_good_lfs_do_not_warn_of_one_answer():
+    space, L, _ = _dominant_lf_data(n=2000)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ss.StructuredLabelModel(space, seed=0).fit(L, progress_bar=False)
+    assert not [w for w in caught if "predicts label" in str(w.message)]

@@ -690,6 +690,14 @@ def mle_estimate(
             EMFit(np.full(T.size, 1.0 / T.size), fit.theta, None, 0.0, 0, True),
             fit.theta,
         )
+        msg = (
+            "Every LF's theta is 0: the votes carry no information about Y that the "
+            "model can find (the LFs agree no more than chance), so every row gets "
+            "the same (uniform) posterior and predictions are ties or one label. "
+            "Check the LFs on a few rows by hand, or label a few rows (L_dev, Y_dev)."
+        )
+        msgs.append(msg)
+        _warnings.warn(msg, IdentifiabilityWarning, stacklevel=2)
     fit = EMFit(
         fit.w,
         fit.theta,

@@ -63,6 +63,10 @@ __all__ = ["StructuredLabelModel"]
 # Dirichlet pseudo-count per label of the default whole-space prior (add-one-half, as
 # Jeffreys'), so that maximum likelihood cannot send a voted label's weight to 0.
 PRIOR_PSEUDO_COUNT = 0.5
+# fit warns when one label is the MAP of at least this share of the voted rows (of
+# at least ONE_ANSWER_MIN_ROWS) while under half of the votes name it.
+ONE_ANSWER_SHARE = 0.9
+ONE_ANSWER_MIN_ROWS = 50
 # Snorkel's BaseLabeler, without the torch import of Snorkel's model package.
 BaseLabeler = snorkel_base_labeler()
 
@@ -729,7 +733,36 @@ class StructuredLabelModel(
         self._posterior = _SupportPosterior(
             table, np.log(self.prior_[T]), T, r, pattern_groups
         )
+        self._warn_if_one_answer(stats)
         return self
+
+    def _warn_if_one_answer(self, stats: VoteStats) -> None:
+        """Warn when the fitted model gives one label to nearly every voted row
+        although the LFs' votes do not agree on it."""
+        P, c = np.asarray(stats.patterns), np.asarray(stats.counts, dtype=np.float64)
+        voted = (P != ABSTAIN).any(axis=1)
+        if c[voted].sum() < ONE_ANSWER_MIN_ROWS:
+            return
+        logp, inverse = self._posterior.log_proba(P[voted])
+        mode = np.bincount(
+            np.argmax(logp, axis=1)[inverse],
+            weights=c[voted],
+            minlength=self.support_.size,
+        )
+        share = mode.max() / c[voted].sum()
+        label = self.support_[int(np.argmax(mode))]
+        votes_for = float((c[voted, None] * (P[voted] == label)).sum())
+        vote_share = votes_for / float((c[voted, None] * (P[voted] != ABSTAIN)).sum())
+        if share >= ONE_ANSWER_SHARE and vote_share < 0.5:
+            _warnings.warn(
+                f"The label model predicts label {int(label)} for {share:.0%} of the "
+                f"voted rows, although only {vote_share:.0%} of the votes name it: "
+                "the LFs' agreements did not identify their accuracies (noise-level "
+                "LFs, or a prior that swamps them). Check the LFs on a few rows, try "
+                "prior_support='all' or shrinkage=1, or label a few rows (L_dev, Y_dev).",
+                IdentifiabilityWarning,
+                stacklevel=3,
+            )
 
     def _fit_uws(
         self,
