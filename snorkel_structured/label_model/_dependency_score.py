@@ -24,6 +24,7 @@ from snorkel_structured._validation import ABSTAIN, check_label_matrix, check_sc
 from snorkel_structured.estimators._stats import VoteStats
 from snorkel_structured.estimators.dependencies._api import (
     MIN_LFS,
+    _check_label_model,
     is_finite_space,
     result_frame,
 )
@@ -226,24 +227,6 @@ def default_null_model(space: Any) -> Any:
     return StructuredLabelModel(space, seed=0, shrinkage=0.0)
 
 
-def _check_label_model(label_model: Any, space: Any, n_lfs: int) -> None:
-    from snorkel_structured._validation import check_is_fitted
-
-    check_is_fitted(label_model, "theta_")
-    lm_space = getattr(label_model, "space", None)
-    if lm_space is not None and lm_space is not space and lm_space != space:
-        raise ValueError(
-            f"label_model was fitted on {lm_space!r} but the votes are in {space!r}; "
-            "pass a model fitted on this space (or none, to fit one)."
-        )
-    lm_lfs = getattr(label_model, "n_lfs_", None)
-    if lm_lfs is not None and int(lm_lfs) != n_lfs:
-        raise ValueError(
-            f"label_model was fitted with {lm_lfs} labeling functions but L has "
-            f"{n_lfs}; pass the model fitted on these LFs (or none, to fit one)."
-        )
-
-
 def model_dependency_test(
     L: Any,
     label_model: Any = None,
@@ -314,7 +297,7 @@ def model_dependency_test(
         with _warnings.captured():
             # the null model's own fit diagnostics are not the test's business
             label_model = default_null_model(space).fit(Lc)
-    _check_label_model(label_model, space, m)
+    _check_label_model(label_model, space, m, none="(or none, to fit one)")
     _, log_prior, log_vote, abstain = null_model_tables(label_model, space)
     stats = VoteStats.from_label_matrix(Lc, n_labels=len(space))
     a, b, n_both, obs, exp, z = score_statistics(stats, log_prior, log_vote, abstain)

@@ -294,20 +294,25 @@ def detect_dependent_pairs(
     )
 
 
-def _check_label_model(label_model: Any, space: Any, n_lfs: int) -> None:
-    """A fitted model on this space and these LFs (read only for its support)."""
+def _check_label_model(
+    label_model: Any, space: Any, n_lfs: int, none: str = "(or none)"
+) -> None:
+    """A fitted model on this space and these LFs (read only for its support).
+
+    ``none`` ends each message: what passing no model does for the caller.
+    """
     check_is_fitted(label_model, "theta_")
     lm_space = getattr(label_model, "space", None)
     if lm_space is not None and lm_space is not space and lm_space != space:
         raise ValueError(
             f"label_model was fitted on {lm_space!r} but the votes are in {space!r}; "
-            "pass a model fitted on this space (or none)."
+            "pass a model fitted on this space " + none + "."
         )
     lm_lfs = getattr(label_model, "n_lfs_", None)
     if lm_lfs is not None and int(lm_lfs) != n_lfs:
         raise ValueError(
             f"label_model was fitted with {lm_lfs} labeling functions but L has "
-            f"{n_lfs}; pass the model fitted on these LFs (or none)."
+            f"{n_lfs}; pass the model fitted on these LFs {none}."
         )
 
 
