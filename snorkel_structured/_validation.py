@@ -13,12 +13,16 @@ from typing import Any
 
 import numpy as np
 
-from snorkel_structured import exceptions
+from snorkel_structured import _warnings, exceptions
 
 ABSTAIN = -1
 # A label matrix with more columns than rows and more than this many columns is taken
 # for a transposed one (no label model can estimate that many LFs from fewer rows).
 TRANSPOSED_MIN_LFS = 50
+# The largest distance a finite space accepts (and 1 / MAX_DISTANCE the smallest
+# positive one): the models use d^2, its sums over labels and rows, its variance
+# (d^4 <= 1e200, far below the float64 maximum 1.8e308) and theta ~ 1 / d^2.
+MAX_DISTANCE = 1e50
 _ENCODE_HINT = (
     "Encode items with space.encode(row) (None -> -1), e.g. "
     "np.stack([space.encode(row) for row in rows]), or apply structured LFs with "
@@ -27,6 +31,7 @@ _ENCODE_HINT = (
 
 __all__ = [
     "ABSTAIN",
+    "MAX_DISTANCE",
     "check_distance_matrix",
     "check_is_fitted",
     "check_label_matrix",
@@ -34,6 +39,7 @@ __all__ = [
     "check_points",
     "check_scalar",
     "check_seed",
+    "warn_silent_lfs",
 ]
 
 
@@ -97,12 +103,36 @@ def _first_index(mask: np.ndarray) -> tuple[int, ...]:
 
 
 def check_distance_matrix(
-    D: Any, name: str = "distances", *, atol: float = 1e-9
+    D: Any, name: str = "distances", *, atol: float = 1e-9, squared: bool = False
 ) -> np.ndarray:
     """Validate a matrix of pairwise distances and return it as a fresh float64 array.
 
-    Requires a square, finite, non-negative, symmetric matrix with a zero diagonal.
-    Violations of the triangle inequality are allowed (semimetrics embed too).
+    Requires a square, finite, non-negative, symmetric matrix with a zero diagonal,
+    whose off-diagonal entries are 0 or within ``[1 / MAX_DISTANCE, MAX_DISTANCE]``
+    (``MAX_DISTANCE`` is 1e50). With ``squared`` the upper bound is
+    ``MAX_DISTANCE ** 2`` and there is no lower one. Violations of the triangle
+    inequality are allowed (semimetrics embed too).
+
+    Parameters
+    ----------
+    D : array-like of shape (r, r)
+    name : str, default="distances"
+        Name used in error messages.
+    atol : float, default=1e-9
+        Tolerance, relative to the largest entry, for asymmetry and a nonzero diagonal.
+    squared : bool, default=False
+        Whether ``D`` holds squared distances: the upper bound is then squared and
+        small entries are accepted (the embedding and the estimators taking ``S``
+        work in units of its entries).
+
+    Notes
+    -----
+    The label models work with squared distances, their sums over labels and rows and
+    their variances (fourth powers of distances). Up to ``MAX_DISTANCE`` these stay
+    about 100 orders of magnitude below the float64 maximum (1.8e308); beyond, they
+    overflow and a fit silently returns near-chance labels. Positive distances below
+    ``1 / MAX_DISTANCE`` fail the same way through theta ~ 1 / d^2. The models are
+    scale-invariant, so dividing the distances by their largest value changes nothing.
     """
     try:
         D = np.array(D, dtype=np.float64, copy=True)
@@ -123,15 +153,17 @@ def check_distance_matrix(
     if (D < 0).any():
         idx = _first_index(D < 0)
         raise ValueError(f"{name} must be non-negative; entry {idx} is {D[idx]!r}.")
-    # Models and embeddings work with squared distances and their sums: refuse
-    # distances whose squares (times the number of items) would overflow.
-    limit = np.sqrt(np.finfo(np.float64).max / max(D.shape[0], 1) ** 2)
+    # Models and embeddings work with squared distances, their sums and variances
+    # (d^4): refuse distances whose powers would overflow (see Notes).
+    limit = MAX_DISTANCE**2 if squared else MAX_DISTANCE
     if (D > limit).any():
         idx = _first_index(D > limit)
+        what = "squared distances" if squared else "distances"
         raise ValueError(
-            f"{name} has entry {idx} = {float(D[idx])!r}, too large to square in floating "
-            f"point (limit {limit:.3g} for {D.shape[0]} items). Rescale the distances "
-            "(e.g. divide by their largest value)."
+            f"{name} has entry {idx} = {float(D[idx])!r}, too large to square safely: "
+            f"{what} above {limit:.0e} overflow the label models' sums and variances "
+            "of squared distances. Rescale the distances, e.g. divide them by their "
+            "largest value (the label models are scale-invariant)."
         )
     scale = max(float(np.abs(D).max()), 1.0)
     asym = np.abs(D - D.T) > atol * scale
@@ -146,6 +178,17 @@ def check_distance_matrix(
         i = int(np.argmax(diag))
         raise ValueError(
             f"{name} must have a zero diagonal; entry ({i}, {i}) is {D[i, i]!r}."
+        )
+    # (squared matrices come from a space, or go to code that rescales them itself)
+    tiny = (D > 0) & (D < 1.0 / MAX_DISTANCE) & (not squared)
+    np.fill_diagonal(tiny, False)  # the diagonal is zero up to atol (checked above)
+    if tiny.any():
+        idx = _first_index(tiny)
+        raise ValueError(
+            f"{name} has entry {idx} = {float(D[idx])!r}, too small: positive "
+            f"distances below {1.0 / MAX_DISTANCE:.0e} make the label models' theta "
+            "(~ 1 / d^2) overflow. Rescale the distances, e.g. divide them by their "
+            "largest value, or set that entry to 0 if the two items are the same label."
         )
     D = (D + D.T) / 2.0
     np.fill_diagonal(D, 0.0)
@@ -253,6 +296,61 @@ def check_label_matrix(
             f"{out[idx]}; votes must be {rng_txt}."
         )
     return out
+
+
+def warn_silent_lfs(
+    vote_counts: Any,
+    *,
+    n_samples: int,
+    name: str = "L_train",
+    lf_names: Sequence[Any] | None = None,
+    stacklevel: int = 1,
+) -> np.ndarray:
+    """Warn (``IdentifiabilityWarning``) about labeling functions that never voted.
+
+    An LF with zero coverage carries no information about its accuracy: whatever a
+    label model fits for it is a default, not an estimate. Usually the LF is broken
+    on this data (e.g. it returns None everywhere), so the message names it and asks
+    to fix or remove it.
+
+    Parameters
+    ----------
+    vote_counts : array-like of shape (n_lfs,)
+        Number of rows on which each LF voted.
+    n_samples : int
+        Number of rows of the label matrix (for the message).
+    name : str, default="L_train"
+        Name of the label matrix in the message.
+    lf_names : sequence, optional
+        LF names, shown next to the indices.
+    stacklevel : int, default=1
+        As in ``warnings.warn``, counted from the caller of this function.
+
+    Returns
+    -------
+    silent : ndarray of int64
+        Indices of the LFs that never voted (empty when every LF voted).
+    """
+    counts = np.asarray(vote_counts, dtype=np.float64)
+    silent = np.flatnonzero(counts <= 0)
+    if silent.size == 0 or silent.size == counts.size:  # all silent: callers raise
+        return silent.astype(np.int64)
+    if lf_names is not None:
+        names = list(lf_names)
+        which = ", ".join(f"{int(a)} ({names[a]!r})" for a in silent)
+    else:
+        which = ", ".join(str(int(a)) for a in silent)
+    lfs = "LF" if silent.size == 1 else "LFs"
+    _warnings.warn(
+        f"{lfs} {which} never voted in {name} (zero coverage: abstained on all "
+        f"{n_samples} rows), so the data say nothing about "
+        f"{'its' if silent.size == 1 else 'their'} accuracy: a label model can only "
+        "give it default parameters, not estimated ones. Fix the LF (check that it "
+        f"returns labels, not None, on this data) or remove its column from {name}.",
+        exceptions.IdentifiabilityWarning,
+        stacklevel=stacklevel + 1,
+    )
+    return silent.astype(np.int64)
 
 
 def check_is_fitted(

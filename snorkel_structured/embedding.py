@@ -94,7 +94,9 @@ class PseudoEuclideanEmbedding(BaseEstimator):
         if isinstance(space_or_sq_dists, FiniteMetricSpace):
             S = space_or_sq_dists.squared_distance_matrix
         else:
-            S = check_distance_matrix(space_or_sq_dists, "squared distance matrix S")
+            S = check_distance_matrix(
+                space_or_sq_dists, "squared distance matrix S", squared=True
+            )
         r = S.shape[0]
         dim = None
         if self.dim is not None:

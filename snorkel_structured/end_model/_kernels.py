@@ -102,6 +102,50 @@ def resolve_gamma(X: np.ndarray, gamma: float | str | None) -> float:
     return out
 
 
+#: Largest squared row norm (the linear kernel's diagonal, x . x) accepted at fit, and
+#: 1 / LINEAR_KERNEL_MAX the smallest nonzero one: the ridge systems form K^T K summed
+#: over rows, which must stay far below the float64 maximum (1.8e308).
+LINEAR_KERNEL_MAX = 1e100
+_STANDARDIZE = "Standardize the features (e.g. sklearn.preprocessing.StandardScaler)."
+
+
+def check_kernel_range(X: np.ndarray, kernel: str) -> None:
+    """Refuse training features whose linear kernel X @ X.T is outside floating range.
+
+    The linear kernel's entries are up to the largest squared row norm; beyond
+    ``LINEAR_KERNEL_MAX`` (about 1e50 per feature) its products overflow to inf or NaN,
+    and below ``1 / LINEAR_KERNEL_MAX`` they underflow. The RBF kernel needs no such
+    check (:func:`resolve_gamma` makes it free of the features' magnitude).
+    """
+    if kernel != "linear" or X.size == 0:
+        return
+    top = float(np.abs(X).max())
+    if top == 0.0:
+        return
+    with np.errstate(over="ignore", under="ignore"):
+        sq = float(np.einsum("ij,ij->i", X / top, X / top).max()) * top * top
+    if not 1.0 / LINEAR_KERNEL_MAX <= sq <= LINEAR_KERNEL_MAX:
+        raise ValueError(
+            f"X's largest entry is {top:.3g}: features too "
+            f"{'large' if top > 1.0 else 'small'} for the linear kernel, whose "
+            f"entries (x . x' up to {sq:.3g}) must lie within "
+            f"[{1.0 / LINEAR_KERNEL_MAX:.0e}, {LINEAR_KERNEL_MAX:.0e}] to stay in "
+            f"floating-point range. {_STANDARDIZE}"
+        )
+
+
+def check_finite_output(values: np.ndarray, what: str) -> np.ndarray:
+    """``values``, or a ValueError when they overflowed (features far beyond the
+    training features' magnitude)."""
+    if not np.isfinite(values).all():
+        raise ValueError(
+            f"The {what} overflow floating point for these rows of X: their features "
+            f"are far larger than the training features. {_STANDARDIZE[:-1]} as for "
+            "training."
+        )
+    return values
+
+
 def squared_distances(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """Squared Euclidean distances between the rows of A and B, (n_a, n_b).
 
@@ -120,7 +164,14 @@ def kernel_matrix(
 ) -> np.ndarray:
     """Kernel between the rows of ``A`` (n_a, p) and ``B`` (n_b, p) -> (n_a, n_b)."""
     if kernel == "linear":
-        return A @ B.T
+        with np.errstate(over="ignore", invalid="ignore"):
+            K = A @ B.T
+        if not np.isfinite(K).all():
+            raise ValueError(
+                "The linear kernel (dot products of feature rows) overflows floating "
+                f"point. {_STANDARDIZE}"
+            )
+        return K
     sq = squared_distances(A, B)
     if not np.isfinite(sq).all():
         raise ValueError(
@@ -139,9 +190,11 @@ def ridge_factor(K: np.ndarray, nu: float) -> tuple[np.ndarray, bool]:
     try:
         return cho_factor(A, lower=True, check_finite=False)
     except LinAlgError:
+        scale = float(np.mean(np.diag(K))) if n else 0.0
         raise ValueError(
             "The kernel matrix plus n * nu * I is not positive definite; increase nu "
-            f"(got nu={nu!r})."
+            f"(got nu={nu!r}; the kernel's diagonal averages {scale:.3g}, and a ridge "
+            "far below that is lost to round-off), or standardize the features."
         ) from None
 
 

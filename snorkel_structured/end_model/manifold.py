@@ -29,6 +29,8 @@ from snorkel_structured.end_model._kernels import (
     KERNELS,
     NU_GRID,
     check_features,
+    check_finite_output,
+    check_kernel_range,
     check_kernel_state,
     check_n_components,
     choose_n_components,
@@ -221,6 +223,7 @@ class KernelManifoldRegressor(PersistenceMixin, BaseEstimator):
         check_scalar(self.chunk_size, "chunk_size", kind="int", low=1)
         rng = check_seed(self.seed)
         X = check_features(X)
+        check_kernel_range(X, self.kernel)
         T = self._as_points(lf_outputs)
         if T.ndim == 3:
             if label_model is None or not hasattr(label_model, "weights_"):
@@ -339,11 +342,14 @@ class KernelManifoldRegressor(PersistenceMixin, BaseEstimator):
 
     def _alpha(self, Xc: np.ndarray) -> np.ndarray:
         """Kernel ridge weights alpha(x) of shape (n_rows, n_train)."""
-        if self.n_components_ == 0:
-            K_x = kernel_matrix(self.X_fit_, Xc, self.kernel, self.gamma_)
-            return ridge_weights(self.factor_, K_x).T
-        K_x = kernel_matrix(Xc, self.landmarks_, self.kernel, self.gamma_)
-        return (K_x @ self.alpha_basis_) @ self.alpha_coef_.T
+        with np.errstate(over="ignore", invalid="ignore"):
+            if self.n_components_ == 0:
+                K_x = kernel_matrix(self.X_fit_, Xc, self.kernel, self.gamma_)
+                alpha = ridge_weights(self.factor_, K_x).T
+            else:
+                K_x = kernel_matrix(Xc, self.landmarks_, self.kernel, self.gamma_)
+                alpha = (K_x @ self.alpha_basis_) @ self.alpha_coef_.T
+        return check_finite_output(alpha, "kernel ridge weights")
 
     def predict(self, X: Any, *, progress_bar: bool = False) -> np.ndarray:
         """Predicted labels: weighted Frechet means of the training targets.

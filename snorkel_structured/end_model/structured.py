@@ -29,6 +29,8 @@ from snorkel_structured.end_model._kernels import (
     KERNELS,
     NU_GRID,
     check_features,
+    check_finite_output,
+    check_kernel_range,
     check_kernel_state,
     check_n_components,
     choose_n_components,
@@ -244,6 +246,7 @@ class KernelStructuredPredictor(PersistenceMixin, BaseEstimator):
         check_scalar(self.chunk_size, "chunk_size", kind="int", low=1)
         rng = check_seed(self.seed)
         Xa = check_features(X)
+        check_kernel_range(Xa, self.kernel)
         n, r = Xa.shape[0], len(self.space)
         if isinstance(y, pd.DataFrame):
             if y.shape[0] != n:
@@ -347,7 +350,9 @@ class KernelStructuredPredictor(PersistenceMixin, BaseEstimator):
             progress_bar=progress_bar,
         ):
             K_x = kernel_matrix(Xc, self.X_fit_, self.kernel, self.gamma_)
-            yield K_x @ self.dual_coef_
+            with np.errstate(over="ignore", invalid="ignore"):
+                scores = K_x @ self.dual_coef_
+            yield check_finite_output(scores, "decision values")
 
     def decision_function(self, X: Any, *, progress_bar: bool = False) -> np.ndarray:
         """Scores F(x, t) (estimated loss of predicting t, up to a per-row constant;

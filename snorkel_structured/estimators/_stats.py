@@ -9,12 +9,17 @@ most min(n, (r + 1)^m) long, so estimation never touches the rows again.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from snorkel_structured._validation import ABSTAIN, check_label_matrix
+from snorkel_structured._validation import (
+    ABSTAIN,
+    check_label_matrix,
+    warn_silent_lfs,
+)
 
 __all__ = ["VoteStats"]
 
@@ -146,13 +151,41 @@ class VoteStats:
             return self
         return self.__add__(other)
 
-    def check_has_votes(self, name: str = "L_train") -> VoteStats:
+    def check_has_votes(
+        self,
+        name: str = "L_train",
+        *,
+        lf_names: Sequence[Any] | None = None,
+        stacklevel: int = 3,
+    ) -> VoteStats:
         """Raise a ``ValueError`` when no LF voted on any row; return self.
 
         An all-abstain label matrix carries no information: without this check the
-        estimators only warn that the model is not identifiable.
+        estimators only warn that the model is not identifiable. An LF that never
+        voted (zero coverage) while others did is warned about
+        (``IdentifiabilityWarning``, naming it): nothing in the data estimates its
+        accuracy.
+
+        Parameters
+        ----------
+        name : str, default="L_train"
+            Name of the label matrix in the messages.
+        lf_names : sequence, optional
+            LF names, shown next to the indices in the warning.
+        stacklevel : int, default=3
+            As in ``warnings.warn``, counted from the caller of this method; 3 points
+            at the user's call of a label model's ``fit`` (which calls this once per
+            fit, on the summed statistics).
         """
-        if not (self.patterns != ABSTAIN).any():
+        voted = self.patterns != ABSTAIN
+        warn_silent_lfs(
+            self.counts @ voted,
+            n_samples=self.n_samples,
+            name=name,
+            lf_names=lf_names,
+            stacklevel=stacklevel + 1,
+        )
+        if not voted.any():
             raise ValueError(
                 f"{name} has no votes: every labeling function abstained (-1) on every "
                 f"one of its {self.n_samples} rows, so there is nothing to estimate "

@@ -306,7 +306,7 @@ def _check_inputs(
             f"stats must be a VoteStats; got {type(stats).__name__}. Build one with "
             "VoteStats.from_label_matrix(L, n_labels=len(space))."
         )
-    S = check_distance_matrix(S, "S (squared distance matrix)")
+    S = check_distance_matrix(S, "S (squared distance matrix)", squared=True)
     r = S.shape[0]
     if r != stats.n_labels:
         raise ValueError(

@@ -42,7 +42,7 @@ def uws_estimate(stats: VoteStats, S: Any) -> np.ndarray:
     """
     if not isinstance(stats, VoteStats):
         raise TypeError(f"stats must be a VoteStats; got {type(stats).__name__}.")
-    S = check_distance_matrix(S, "S (squared distance matrix)")
+    S = check_distance_matrix(S, "S (squared distance matrix)", squared=True)
     if S.shape[0] != stats.n_labels:
         raise ValueError(
             f"S must be ({stats.n_labels}, {stats.n_labels}) to match stats.n_labels; "

@@ -22,6 +22,7 @@ from snorkel_structured._validation import (
     check_manifold_outputs,
     check_points,
     check_seed,
+    warn_silent_lfs,
 )
 from snorkel_structured.estimators._manifold_stats import (
     LabeledManifoldStats,
@@ -360,7 +361,8 @@ class ManifoldLabelModel(
         -----
         IdentifiabilityWarning
             When, after leaving out the dependent pairs, an LF is no longer identified
-            (it is then estimated with its dependent pairs put back).
+            (it is then estimated with its dependent pairs put back); when an LF never
+            voted in ``X`` (zero coverage), naming it.
         """
         self._check_params()
         if Y_dev is not None and X_dev is None:
@@ -484,6 +486,10 @@ class ManifoldLabelModel(
                 "estimate from. Check that the LFs return points (not None) on this "
                 "data, e.g. run one LF on a few rows by hand."
             )
+        # once per fit, on the summed statistics (not per chunk)
+        warn_silent_lfs(
+            stats.vote_count, n_samples=stats.n_samples, name="X", stacklevel=3
+        )
         noise = make_noise(self.noise, self.space)
         m = stats.n_lfs
         groups = dependency_groups([tuple(p) for p in deps.tolist()], m)

@@ -689,7 +689,10 @@ class StructuredLabelModel(
             if self.estimator == "mle"
             else np.flatnonzero(self.prior_ > 0)
         )
-        self.theta_ = np.asarray(theta, dtype=np.float64)
+        self.theta_ = np.array(theta, dtype=np.float64)
+        # An LF that never voted has no estimated accuracy, only a default (the
+        # pooled or largest theta): its votes at prediction time must not count.
+        self.theta_[stats.coverage() == 0] = 0.0
         self.noise_model_ = noise_model
         self.noise_power_ = float(power)
         self.outlier_rate_ = np.zeros(stats.n_lfs) if eps is None else np.asarray(eps)

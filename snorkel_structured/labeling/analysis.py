@@ -18,7 +18,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from snorkel_structured._validation import ABSTAIN, check_label_matrix
+from snorkel_structured._validation import (
+    ABSTAIN,
+    check_label_matrix,
+    warn_silent_lfs,
+)
 
 __all__ = ["StructuredLFAnalysis"]
 
@@ -54,6 +58,11 @@ class StructuredLFAnalysis:
     ------
     ValueError
         If ``L`` has the wrong shape or values, or ``lfs`` has the wrong length.
+
+    Warns
+    -----
+    IdentifiabilityWarning
+        When an LF never voted in ``L`` (zero coverage), naming it.
 
     See Also
     --------
@@ -107,6 +116,13 @@ class StructuredLFAnalysis:
             self.lf_names = [lf.name for lf in lfs]
         else:
             self.lf_names = [f"lf_{j}" for j in range(n_lfs)]
+        warn_silent_lfs(
+            self._votes.sum(axis=0),
+            n_samples=self.L.shape[0],
+            name="L",
+            lf_names=self.lf_names if lfs is not None else None,
+            stacklevel=2,
+        )
 
     @staticmethod
     def _check_points(L: Any, space: Any) -> np.ndarray:

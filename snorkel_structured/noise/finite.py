@@ -164,6 +164,10 @@ def theta_from_expected_sq_dist(
         Weights over the true label for shape-(m,) targets; default uniform.
     theta_min, theta_max : float, optional
         The search range; ``theta_max`` defaults to :func:`theta_cap` of ``S``.
+    xtol : float, default=1e-12
+        Tolerance on theta, in units of 1 / (smallest positive squared distance), so
+        that scaling the distances scales the solution and nothing else.
+    max_iter : int, default=200
 
     Returns
     -------
@@ -191,6 +195,9 @@ def theta_from_expected_sq_dist(
         weights = np.broadcast_to(w / w.sum(), (flat.size, r))
     if not np.isfinite(flat).all():
         raise ValueError("expected must be finite; got NaN or inf.")
+    # xtol is relative to theta's own unit, 1 / (smallest positive d^2): an absolute
+    # tolerance stopped at once on spaces measured in large units (theta ~ 1e-13).
+    unit = 1.0 / dissimilarity_unit(S)
     lo = np.full(flat.size, float(theta_min))
     hi = np.full(flat.size, float(theta_max))
     f_lo, _ = _moments(S, lo, weights)
@@ -206,11 +213,12 @@ def theta_from_expected_sq_dist(
         a_lo, a_hi = lo[active], hi[active]
         a_lo = np.where(g > 0, x[active], a_lo)
         a_hi = np.where(g <= 0, x[active], a_hi)
-        newton = x[active] + g / np.maximum(var, 1e-300)
+        with np.errstate(over="ignore"):  # an infinite step falls back to bisection
+            newton = x[active] + g / np.maximum(var, 1e-300)
         inside = (newton > a_lo) & (newton < a_hi)
         nxt = np.where(inside, newton, 0.5 * (a_lo + a_hi))
-        done = (np.abs(nxt - x[active]) <= xtol * (1.0 + np.abs(nxt))) | (
-            a_hi - a_lo <= xtol
+        done = (np.abs(nxt - x[active]) <= xtol * (unit + np.abs(nxt))) | (
+            a_hi - a_lo <= xtol * unit
         )
         lo[active], hi[active], x[active] = a_lo, a_hi, nxt
         idx = np.flatnonzero(active)

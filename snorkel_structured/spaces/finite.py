@@ -31,7 +31,11 @@ class FiniteMetricSpace:
     items : sequence of hashable of length r
         The labels. They must be distinct.
     distances : array-like of shape (r, r)
-        Pairwise distances: square, symmetric, finite, non-negative, zero diagonal.
+        Pairwise distances: square, symmetric, finite, non-negative, zero diagonal,
+        each 0 or within [1e-50, 1e50] (others raise ``ValueError``: the label models
+        use squared distances, their variances d^4 and theta ~ 1 / d^2, which would
+        overflow; the models are scale-invariant, so divide the distances by their
+        largest value).
         Violations of the triangle inequality are accepted (see
         :meth:`max_triangle_violation`), since semimetrics embed just as well.
 

@@ -47,10 +47,6 @@ class GraphSpace(FiniteMetricSpace):
         adjacency, items = self._adjacency(graph, weight)
         if adjacency.shape[0] == 0:
             raise ValueError("graph must have at least one node.")
-        if adjacency.nnz and (adjacency.data < 0).any():
-            raise ValueError(
-                "graph edge lengths must be non-negative; got a negative one."
-            )
         D = shortest_path(adjacency, method="auto", directed=False)
         if not np.isfinite(D).all():
             i, j = np.argwhere(~np.isfinite(D))[0]
@@ -113,9 +109,18 @@ class GraphSpace(FiniteMetricSpace):
                     "graph must be a networkx graph or a square adjacency matrix; got "
                     f"an array of shape {arr.shape}."
                 )
-            if not np.isfinite(arr).all():
-                raise ValueError("graph adjacency must be finite; use 0 for 'no edge'.")
             A = sp.csr_array(arr)
         if A.shape[0] != A.shape[1]:
             raise ValueError(f"graph adjacency must be square; got shape {A.shape}.")
+        # The same refusal as for networkx edges: shortest_path would silently drop a
+        # NaN edge (and report "not connected", or accept the rest of the graph).
+        coo = sp.coo_array(A)
+        bad = np.flatnonzero(~np.isfinite(coo.data) | (coo.data < 0))
+        if bad.size:
+            i, j = int(coo.row[bad[0]]), int(coo.col[bad[0]])
+            raise ValueError(
+                f"edge ({i}, {j}) has length {float(coo.data[bad[0]])!r} (graph "
+                "adjacency entry); edge lengths must be finite, non-negative numbers "
+                "(0 = no edge). Fix or remove that edge."
+            )
         return A, list(range(A.shape[0]))
