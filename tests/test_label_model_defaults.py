@@ -141,6 +141,21 @@ def test_leave_one_out_risk_matches_brute_force(groups):
     assert got == pytest.approx(want, rel=1e-12)
 
 
+@pytest.mark.parametrize("jitter", [0.0, 1e-12, -1e-12])
+def test_leave_one_out_risk_scores_an_exact_tie_at_the_tied_labels_mean(jitter):
+    # Two classes, LFs of equal weight, uniform prior; one row votes (0, 1, 0, -).
+    # Leaving LF 0 out, LFs 1 and 2 split 1-1: a tie, scored by hand at the mean of
+    # d(0, 0) and d(1, 0), 0.5. LF 1 out: two votes for 0, d(0, 1) = 1. LF 2 out:
+    # a tie again, 0.5. Total 2, whatever the rounding of theta.
+    S = ss.Discrete(2).squared_distance_matrix
+    stats = VoteStats.from_label_matrix(np.array([[0, 1, 0, -1]]), n_labels=2)
+    prob = _Problem(stats, _SqDists(S))
+    theta = np.array([0.8, 0.8 + jitter, 0.8 - jitter, 0.8])
+    T = np.arange(2)
+    got = prob.leave_one_out_risk(np.log([0.5, 0.5]), theta, T)
+    assert got == pytest.approx([2.0], abs=1e-9)
+
+
 def test_equally_good_lfs_get_nearly_equal_weights():
     space = ss.Permutations(4)
     data = ss.synthetic.make_label_matrix(
@@ -163,27 +178,37 @@ def test_unequal_lfs_keep_their_weights():
 
 
 def test_safety_net_replaces_weights_that_predict_worse():
-    # LFs 1-3 copy one poor source: the fitted model trusts them; the unweighted
-    # vote, scored against held-out votes with the copies left out together,
-    # predicts better, and replaces it (dependencies declared as a group of three
-    # leave 2 groups: equal weights by rule, so here they are only used for scoring).
-    space, L, Y = _dominated_by_a_shared_source()
+    # LFs 0-2 are independent and fair; LFs 3-4 copy one poor source. A model that
+    # trusts the copies loses to the unweighted vote, scored against held-out votes
+    # with the copies left out together. (With only one good LF against the copies,
+    # each side is predicted by the other alone, and the two models give the same
+    # answers but for ties.)
+    rng = np.random.default_rng(0)
+    space = ss.Permutations(4)
+    Y = rng.integers(0, 24, 3000)
+    source = _noisy_copy(rng, Y, 0.25, 24)
+    L = np.column_stack(
+        [_noisy_copy(rng, Y, 0.6, 24) for _ in range(3)]
+        + [_noisy_copy(rng, source, 0.9, 24) for _ in range(2)]
+    )
     from snorkel_structured.estimators._noise_family import unweighted_safety_net
 
     stats = VoteStats.from_label_matrix(L, n_labels=24)
     T = np.arange(24)
     w = np.full(24, 1 / 24)
-    trusting = EMFit(w, np.array([0.1, 2.0, 2.0, 2.0]), None, 0.0, 0, True)
-    equal = EMFit(w, np.full(4, 1.0), None, 0.0, 0, True)
+    trusting = EMFit(w, np.array([0.1, 0.1, 0.1, 2.0, 2.0]), None, 0.0, 0, True)
+    equal = EMFit(w, np.full(5, 1.0), None, 0.0, 0, True)
     grouped = _Problem(
-        stats, _SqDists(space.squared_distance_matrix), groups=np.array([0, 1, 1, 1])
+        stats,
+        _SqDists(space.squared_distance_matrix),
+        groups=np.array([0, 1, 2, 3, 3]),
     )
     replace, z = unweighted_safety_net(grouped, grouped, T, trusting, equal)
     D = space.distance_matrix
     err = {}
     for name, f in (("trusting", trusting), ("equal", equal)):
         G = sum(
-            -f.theta[a] * space.squared_distance_matrix[:, L[:, a]].T for a in range(4)
+            -f.theta[a] * space.squared_distance_matrix[:, L[:, a]].T for a in range(5)
         )
         err[name] = D[np.argmax(G, axis=1), Y].mean()
     assert err["equal"] < err["trusting"]  # the truth agrees with the criterion

@@ -31,8 +31,9 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import expit, logsumexp
+from scipy.special import expit
 
+from snorkel_structured._numeric import logsumexp
 from snorkel_structured._validation import ABSTAIN
 from snorkel_structured.estimators._stats import VoteStats
 from snorkel_structured.noise.finite import THETA_CAP, dissimilarity_unit
@@ -183,9 +184,11 @@ def _solve_theta(
         )  # (t, k)
         return (w * m1).sum(1), (w * var).sum(1)
 
-    f_lo, _ = f(lo, weights)
-    f_hi, _ = f(hi, weights)
     x = np.clip(theta0, 0.0, theta_max).astype(np.float64)
+    # The bounds and the warm start in one pass (each pass costs a few array calls).
+    g3, var3 = f(np.concatenate([lo, hi, x]), np.concatenate([weights] * 3))
+    f_lo, f_hi = g3[:t], g3[t : 2 * t]
+    g_x, var_x = g3[2 * t :], var3[2 * t :]
     x = np.where(target >= f_lo, 0.0, np.where(target <= f_hi, theta_max, x))
     active = (target < f_lo) & (target > f_hi)
     for _ in range(max_iter):
@@ -193,16 +196,31 @@ def _solve_theta(
             break
         idx = np.flatnonzero(active)
         xa = x[idx]
-        g, var = f(xa, weights[idx])
+        g, var = g_x[idx], var_x[idx]
         g = g - target[idx]  # decreasing in theta: g > 0 means theta is too small
         a_lo = np.where(g > 0, xa, lo[idx])
         a_hi = np.where(g <= 0, xa, hi[idx])
-        newton = xa + g / np.maximum(var, 1e-300)
+        step = g / np.maximum(var, 1e-300)
+        newton = xa + step
+        # A converged Newton step lands on the bracket's own end (rounding): take it
+        # rather than bisecting away from the root.
+        small = np.abs(step) <= xtol * (1.0 + np.abs(xa))
         inside = (newton > a_lo) & (newton < a_hi)
-        nxt = np.where(inside, newton, 0.5 * (a_lo + a_hi))
-        done = (np.abs(nxt - xa) <= xtol * (1.0 + np.abs(nxt))) | (a_hi - a_lo <= xtol)
+        nxt = np.where(
+            small,
+            np.clip(newton, a_lo, a_hi),
+            np.where(inside, newton, 0.5 * (a_lo + a_hi)),
+        )
+        done = (
+            small
+            | (np.abs(nxt - xa) <= xtol * (1.0 + np.abs(nxt)))
+            | (a_hi - a_lo <= xtol)
+        )
         lo[idx], hi[idx], x[idx] = a_lo, a_hi, nxt
         active[idx[done]] = False
+        if active.any():
+            idx = np.flatnonzero(active)
+            g_x[idx], var_x[idx] = f(x[idx], weights[idx])
     return x
 
 
@@ -228,12 +246,14 @@ def _mix_outliers(
     if eps is None:
         return W
     out = W.copy()
-    out[:, 1:, :] += np.log1p(-eps)[:, None, None]
-    # Only votes the LF ever cast have an outlier part (h_a = 0 elsewhere).
-    a, v = np.nonzero(np.isfinite(log_h))
-    out[a, v + 1, :] = np.logaddexp(
-        out[a, v + 1, :], (np.log(eps)[a] + log_h[a, v])[:, None]
-    )
+    noise = W[:, 1:, :] + np.log1p(-eps)[:, None, None]
+    # Only votes the LF ever cast have an outlier part (h_a = 0 elsewhere). Summed in
+    # probabilities (W <= 0, and where exp(W) underflows the outlier part is positive
+    # and dominates): logaddexp costs several times as much.
+    outlier = (eps[:, None] * np.exp(log_h))[:, :, None]  # (m, r, 1)
+    with np.errstate(under="ignore", divide="ignore"):
+        mixed = np.log(np.exp(noise) + outlier)
+    out[:, 1:, :] = np.where(outlier > 0, mixed, noise)
     return out
 
 
@@ -631,10 +651,20 @@ class _Problem:
         for g in np.unique(groups):  # one (u, k) argmax per group
             members = groups == g
             others = (self.voted & ~members[None, :]).any(axis=1)
-            yhat = np.argmax(G - per_lf[:, members, :].sum(axis=1), axis=1)
-            votes = self.P[:, members]
-            d = D_T[yhat[:, None], np.maximum(votes, 0)]  # (u, |g|)
-            counted = (votes != ABSTAIN) & others[:, None] & ~self.labeled[:, None]
+            G_g = G - per_lf[:, members, :].sum(axis=1)
+            yhat = np.argmax(G_g, axis=1)
+            votes = np.maximum(self.P[:, members], 0)
+            d = D_T[yhat[:, None], votes]  # (u, |g|)
+            # An exact tie (e.g. two classes, LFs of equal weight split evenly) is
+            # scored at the tied labels' mean distance: by the first of them, the
+            # criterion flipped with the rounding of theta at 1e-10.
+            mx = G_g.max(axis=1, keepdims=True)
+            tied = G_g >= mx - 1e-9 * (1.0 + np.abs(mx))
+            rows = np.flatnonzero(tied.sum(axis=1) > 1)
+            if rows.size:
+                share = tied[rows] / tied[rows].sum(axis=1, keepdims=True)  # (t, k)
+                d[rows] = np.einsum("tk,ktg->tg", share, D_T[:, votes[rows]])
+            counted = (self.P[:, members] != ABSTAIN) & others[:, None] & ~self.labeled[:, None]
             risk += np.where(counted, d, 0.0).sum(axis=1)
         return risk
 

@@ -9,8 +9,8 @@ the nested supports, ordered by that fit's mass, whose BIC is best.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import logsumexp
 
+from snorkel_structured._numeric import logsumexp
 from snorkel_structured.estimators._em_core import (
     _dist_moments,
     _Problem,

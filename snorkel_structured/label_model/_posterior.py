@@ -12,11 +12,11 @@ import functools
 from typing import Any
 
 import numpy as np
-from scipy.special import logsumexp
 from snorkel.analysis import Scorer
 
 from snorkel_structured import _warnings
 from snorkel_structured._chunks import is_dask_collection, map_partitions_to_array
+from snorkel_structured._numeric import logsumexp
 from snorkel_structured._validation import (
     ABSTAIN,
     check_is_fitted,
@@ -91,12 +91,13 @@ class _SupportPosterior:
     def proba(self, L: Any, labels: str = "all") -> np.ndarray:
         L = self.check(L)
         logp, inverse = self.log_proba(L)
-        probs = np.exp(logp)[inverse]
-        if labels == "support":
-            return probs
-        full = np.zeros((L.shape[0], self.r))
-        full[:, self.support] = probs
-        return full
+        probs = np.exp(logp)
+        if labels != "support" and not np.array_equal(self.support, np.arange(self.r)):
+            full = np.zeros((probs.shape[0], self.r))
+            full[:, self.support] = probs
+            probs = full
+        # One gather of whole rows, per pattern to per row: the output's own size.
+        return np.take(probs, inverse, axis=0)
 
     def predict(
         self, L: Any, tie_break_policy: str = "abstain", seed: Any = None

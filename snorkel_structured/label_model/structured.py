@@ -604,9 +604,7 @@ class StructuredLabelModel(
                     seed=rng,
                     labeled=None,  # labeled rows choose below, by cross-validation
                     progress_bar=bool(config.get("progress_bar", False)),
-                    powers=(1.0, 2.0)
-                    if self.noise_power == "auto"
-                    else (float(self.noise_power),),
+                    powers=self._powers(),
                     outliers=(False, True)
                     if self.outliers == "auto"
                     else (bool(self.outliers),),
@@ -738,6 +736,13 @@ class StructuredLabelModel(
         )
         self._warn_if_one_answer(stats)
         return self
+
+    def _powers(self) -> tuple[float, ...]:
+        """Candidate powers p of the noise family exp(-theta d^p)."""
+        if self.noise_power != "auto":
+            return (float(self.noise_power),)
+        # Distances in {0, 1} (classes): d^1 = d^2, one family.
+        return (2.0,) if isinstance(self.space, Discrete) else (1.0, 2.0)
 
     def _warn_if_one_answer(self, stats: VoteStats) -> None:
         """Warn when the fitted model gives one label to nearly every voted row

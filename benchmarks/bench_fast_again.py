@@ -1,0 +1,264 @@
+"""Issue 22 ("Fast again"): the label model's default fit against its floors and baselines.
+
+Every row of the issue's table, measured in one run, medians of ``--repeats`` runs
+(each configuration warmed up once first):
+
+- ``s4``: the paper's ranking setup (S4, 3 LFs), n = 1e3 ... 1e6 (``--big`` adds 1e7):
+  the default fit and ``predict_proba`` against one counting pass over the rows'
+  vote codes (encode each row as one integer, ``np.bincount``), the floor of any
+  method that reads the rows.
+- ``snorkel``: ``Discrete(k)`` on Snorkel's generator (1e5 x 10, k = 2, 3, 4): our
+  default fit against Snorkel's ``LabelModel.fit`` (100 epochs, 1 torch thread) in
+  the same process, and both accuracies.
+- ``s7``: ``Permutations(7)`` (5,040 labels), 2e4 rows, 4 LFs, default fit.
+- ``real``: default fits on real tasks: ``european_regions`` (a tree of 676 labels,
+  3,000 rows) and ``tumour_concavity_rankings`` (S5, 7 LFs, 3,000 rows).
+- ``kernel``: ``KernelManifoldRegressor.predict``, 2,000 queries x 3,000 rows on S^2,
+  against a dense kernel-weighted extrinsic mean of the same rows.
+
+Prints the table on stderr and one JSONL record per row on stdout. No asserts.
+
+    python benchmarks/bench_fast_again.py --repeats 5 > fast_again.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import snorkel_structured as ss
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import environment  # noqa: E402
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def median_time(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
+    """Median wall time of ``fn`` over ``repeats`` runs after one warm-up, and its
+    last result."""
+    out = fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times)), out
+
+
+def quiet(fn: Callable[[], Any]) -> Callable[[], Any]:
+    def run() -> Any:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return fn()
+
+    return run
+
+
+def emit(row: dict, table: list[dict]) -> None:
+    table.append(row)
+    print(json.dumps({**row, **environment()}), flush=True)
+
+
+def counting_pass(L: np.ndarray, r: int) -> None:
+    """Count the rows' vote patterns: each row as one integer, then ``np.bincount``
+    (``np.unique`` when the codes' range is too large for a dense count)."""
+    codes = (L[:, 0] + 1).astype(np.int64)
+    for a in range(1, L.shape[1]):
+        codes = codes * (r + 1) + (L[:, a] + 1)
+    if (r + 1) ** L.shape[1] <= 1 << 26:
+        np.bincount(codes)
+    else:
+        np.unique(codes, return_counts=True)
+
+
+def default_fit(space: Any, L: np.ndarray) -> Any:
+    return ss.StructuredLabelModel(space, seed=0).fit(L, progress_bar=False)
+
+
+def section_s4(sizes: list[int], repeats: int, table: list[dict]) -> None:
+    for n in sizes:
+        data = ss.synthetic.make_ranking_data(n, seed=0)
+        L, r = data.L, len(data.space)
+        t_count, _ = median_time(lambda L=L, r=r: counting_pass(L, r), repeats)
+        t_fit, lm = median_time(
+            quiet(lambda L=L, s=data.space: default_fit(s, L)), repeats
+        )
+        t_proba, _ = median_time(lambda L=L, lm=lm: lm.predict_proba(L), repeats)
+        err = float(np.abs(lm.expected_sq_dist_ - data.expected_sq_dist).max())
+        emit(
+            {
+                "row": f"S4, 3 LFs, n = {n:.0e}",
+                "seconds": t_fit,
+                "baseline": "counting pass",
+                "baseline_seconds": t_count,
+                "ratio": t_fit / t_count,
+                "predict_proba_seconds": t_proba,
+                "predict_proba_ratio": t_proba / t_count,
+                "max_abs_err_expected_sq_dist": err,
+            },
+            table,
+        )
+
+
+def section_snorkel(cards: list[int], repeats: int, table: list[dict]) -> None:
+    import torch
+    from snorkel.labeling.model import LabelModel
+    from snorkel.synthetic.synthetic_data import generate_simple_label_matrix
+
+    torch.set_num_threads(1)
+    for k in cards:
+        np.random.seed(0)  # noqa: NPY002 - Snorkel's generator only uses the global RNG
+        _, Y, L = generate_simple_label_matrix(100_000, 10, k)
+
+        def snorkel_fit(L: np.ndarray = L, k: int = k) -> Any:
+            model = LabelModel(cardinality=k, verbose=False)
+            model.fit(L, n_epochs=100, seed=0, progress_bar=False)
+            return model
+
+        t_sn, sn = median_time(quiet(snorkel_fit), repeats)
+        t_ours, ours = median_time(
+            quiet(lambda L=L, k=k: default_fit(ss.Discrete(k), L)), repeats
+        )
+        emit(
+            {
+                "row": f"Discrete({k}), Snorkel's generator 1e5 x 10",
+                "seconds": t_ours,
+                "baseline": "Snorkel LabelModel.fit (100 epochs, 1 thread)",
+                "baseline_seconds": t_sn,
+                "ratio": t_ours / t_sn,
+                "accuracy": float(
+                    (ours.predict(L, tie_break_policy="random") == Y).mean()
+                ),
+                "baseline_accuracy": float(
+                    (sn.predict(L, tie_break_policy="random") == Y).mean()
+                ),
+            },
+            table,
+        )
+
+
+def section_s7(repeats: int, table: list[dict]) -> None:
+    space = ss.Permutations(7)
+    r = len(space)
+    centers = np.sort(np.random.default_rng(0).choice(r, size=3, replace=False))
+    prior = np.zeros(r)
+    prior[centers] = 1.0 / 3.0
+    data = ss.synthetic.make_label_matrix(
+        20_000, space=space, theta=[0.3, 0.5, 0.4, 0.45], prior=prior, seed=1
+    )
+    t_count, _ = median_time(lambda: counting_pass(data.L, r), repeats)
+    t_fit, lm = median_time(quiet(lambda: default_fit(space, data.L)), repeats)
+    emit(
+        {
+            "row": "S7 (5,040 labels), 2e4 rows, 4 LFs",
+            "seconds": t_fit,
+            "baseline": "counting pass",
+            "baseline_seconds": t_count,
+            "ratio": t_fit / t_count,
+            "accuracy": float((lm.predict(data.L) == data.Y).mean()),
+        },
+        table,
+    )
+
+
+def section_real(repeats: int, table: list[dict]) -> None:
+    from snorkel_structured.datasets import TASKS
+    from snorkel_structured.experiments.benchmark import _subsample
+
+    for name in ("european_regions", "tumour_concavity_rankings"):
+        task = _subsample(TASKS[name](seed=0), 3000, 1000, 0)
+        r = len(task.space)
+        t_count, _ = median_time(
+            lambda t=task, r=r: counting_pass(t.L_train, r), repeats
+        )
+        t_fit, lm = median_time(
+            quiet(lambda t=task: default_fit(t.space, t.L_train)), repeats
+        )
+        pred = lm.predict(task.L_test, decision="distance")
+        emit(
+            {
+                "row": f"{name}, 3,000 rows x {task.n_lfs} LFs, {r} labels",
+                "seconds": t_fit,
+                "baseline": "counting pass",
+                "baseline_seconds": t_count,
+                "ratio": t_fit / t_count,
+                "normalized_error": float(
+                    task.normalized_errors(pred, task.Y_test).mean()
+                ),
+            },
+            table,
+        )
+
+
+def section_kernel(repeats: int, table: list[dict]) -> None:
+    from bench_end_model_scale import _extrinsic_predict, _manifold_problem
+
+    n, q = 3000, 2000
+    space, F, _, X = _manifold_problem(n + q, 0)
+    lm = ss.ManifoldLabelModel(space).fit(X[:n])
+    model = ss.KernelManifoldRegressor(space, nu=1e-4).fit(F[:n], X[:n], lm)
+    Fq = F[n:]
+    t_pred, _ = median_time(lambda: model.predict(Fq), repeats)
+    t_base, _ = median_time(lambda: _extrinsic_predict(model, Fq), repeats)
+    emit(
+        {
+            "row": "KernelManifoldRegressor.predict, 2,000 x 3,000 on S^2",
+            "seconds": t_pred,
+            "baseline": "dense kernel-weighted extrinsic mean",
+            "baseline_seconds": t_base,
+            "ratio": t_pred / t_base,
+        },
+        table,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--sections",
+        nargs="+",
+        default=["s4", "snorkel", "s7", "real", "kernel"],
+        choices=["s4", "snorkel", "s7", "real", "kernel"],
+    )
+    parser.add_argument("--big", action="store_true", help="add n = 1e7 to s4")
+    args = parser.parse_args()
+    table: list[dict] = []
+    sizes = [1_000, 10_000, 100_000, 1_000_000] + ([10_000_000] if args.big else [])
+    runs = {
+        "s4": lambda: section_s4(sizes, args.repeats, table),
+        "snorkel": lambda: section_snorkel([2, 3, 4], args.repeats, table),
+        "s7": lambda: section_s7(args.repeats, table),
+        "real": lambda: section_real(args.repeats, table),
+        "kernel": lambda: section_kernel(args.repeats, table),
+    }
+    for name in args.sections:
+        runs[name]()
+    log(f"\nmedians of {args.repeats} runs")
+    log(f"{'measure':<58} {'ours (s)':>9} {'baseline (s)':>12} {'ratio':>7}  extra")
+    for row in table:
+        extra = {
+            k: round(v, 4)
+            for k, v in row.items()
+            if k not in ("row", "seconds", "baseline", "baseline_seconds", "ratio")
+            and isinstance(v, float)
+        }
+        log(
+            f"{row['row']:<58} {row['seconds']:>9.3f} {row['baseline_seconds']:>12.4f} "
+            f"{row['ratio']:>7.1f}  {extra}"
+        )
+
+
+if __name__ == "__main__":
+    main()
