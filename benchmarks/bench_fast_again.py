@@ -188,7 +188,7 @@ def section_real(repeats: int, table: list[dict]) -> None:
         pred = lm.predict(task.L_test, decision="distance")
         emit(
             {
-                "row": f"{name}, 3,000 rows x {task.n_lfs} LFs, {r} labels",
+                "row": f"{name}, {task.n_train:,} rows x {task.n_lfs} LFs, {r} labels",
                 "seconds": t_fit,
                 "baseline": "counting pass",
                 "baseline_seconds": t_count,

@@ -509,10 +509,43 @@ class _Problem:
             theta[:, None] if theta.ndim == 1 else theta, (self.m, T.size)
         )
         logz, _, _ = _dist_moments(th[:, :, None], vals[None], logmult[None])
-        G = -(self.voted_f @ logz)
-        for a in range(self.m):  # m axpys of (u, k): einsum does not vectorize this
-            G -= th[a][None, :] * D[a]
-        return G
+        return -(self.voted_f @ logz) - np.einsum("ak,auk->uk", th, D)
+
+    def _gathered_mix(
+        self, theta: np.ndarray, T: np.ndarray, eps: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """(log P_theta, log of the outlier mixture) of each pattern's votes, (m, u, k).
+
+        The robust family on :meth:`gathered` distances: where there are fewer
+        patterns than labels (a few thousand rows over a tree of hundreds of nodes)
+        this costs m u k per EM step instead of the tables' m r k. The mixture is 0
+        where the LF abstained. None when the tables are cheaper, or votes carry
+        group weights.
+        """
+        if self.pw is not None or self.u > self.r + 1:
+            return None
+        D = self.gathered(T)
+        if D is None:
+            return None
+        key = ("gathered", theta.tobytes(), T.tobytes(), eps.tobytes())
+        if self._table_cache[0] == key:
+            return self._table_cache[1]
+        vals, logmult = self.dists(T)
+        th = np.broadcast_to(
+            theta[:, None] if theta.ndim == 1 else theta, (self.m, T.size)
+        )
+        logz, _, _ = _dist_moments(th[:, :, None], vals[None], logmult[None])
+        noise = -th[:, None, :] * D - logz[:, None, :]
+        votes = np.maximum(self.P, 0).T  # (m, u)
+        with np.errstate(under="ignore"):
+            h = np.exp(np.take_along_axis(self.log_h, votes, axis=1))
+        outlier = (eps[:, None] * h * self.voted.T)[:, :, None]  # (m, u, 1)
+        kept = noise + np.log1p(-eps)[:, None, None]
+        with np.errstate(under="ignore", divide="ignore"):
+            mixed = np.log(np.exp(kept) + outlier)
+        mix = np.where(outlier > 0, mixed, kept) * self.voted.T[:, :, None]
+        self._table_cache = (key, (noise, mix))
+        return noise, mix
 
     def e_step(
         self,
@@ -529,7 +562,11 @@ class _Problem:
         Without it abstains are independent of Y: they drop out of R, and the
         log-likelihood counts them at each LF's overall abstain rate.
         """
-        G = self._fast_log_lik(theta, T) if eps is None else None
+        if eps is None:
+            G = self._fast_log_lik(theta, T)
+        else:
+            gathered = self._gathered_mix(theta, T, eps)
+            G = None if gathered is None else gathered[1].sum(axis=0)
         if G is None:
             G = self.log_lik_given(self.log_table(theta, T, eps))
         G += log_w[None, :]
@@ -664,7 +701,11 @@ class _Problem:
             if rows.size:
                 share = tied[rows] / tied[rows].sum(axis=1, keepdims=True)  # (t, k)
                 d[rows] = np.einsum("tk,ktg->tg", share, D_T[:, votes[rows]])
-            counted = (self.P[:, members] != ABSTAIN) & others[:, None] & ~self.labeled[:, None]
+            counted = (
+                (self.P[:, members] != ABSTAIN)
+                & others[:, None]
+                & ~self.labeled[:, None]
+            )
             risk += np.where(counted, d, 0.0).sum(axis=1)
         return risk
 
@@ -705,8 +746,20 @@ class _Problem:
         D = self.gathered(T) if eps is None else None
         if D is not None:
             cR = self.c[:, None] * R
-            num = np.stack([(cR * D[a]).sum(axis=0) for a in range(self.m)])
+            num = np.einsum("uk,auk->ak", cR, D)
             return self.voted_f.T @ cR, num, None
+        gathered = None if eps is None else self._gathered_mix(theta, T, eps)
+        if gathered is not None:
+            noise, mix = gathered
+            with np.errstate(invalid="ignore", under="ignore"):
+                rho = np.exp(np.log1p(-eps)[:, None, None] + noise - mix)
+            rho = np.where(np.isfinite(rho), np.clip(rho, 0.0, 1.0), 1.0)
+            Hv = (self.c[:, None] * R)[None] * self.voted.T[:, :, None]  # (m, u, k)
+            tot = Hv.sum(axis=(1, 2))
+            Hr = Hv * rho
+            out_mass = tot - Hr.sum(axis=(1, 2))
+            new_eps = np.clip(out_mass / np.maximum(tot, 1e-300), _EPS_MIN, _EPS_MAX)
+            return Hr.sum(axis=1), (Hr * self.gathered(T)).sum(axis=1), new_eps
         H = np.asarray(self.XcT @ R).reshape(self.m, self.r + 1, k)[:, 1:, :]
         new_eps = None
         if eps is not None:

@@ -373,3 +373,35 @@ def test_moment_estimators_skip_declared_pairs(estimator):
     assert abs(naive.expected_sq_dist_[0] - alone.expected_sq_dist_[0]) > 0.3
     if estimator == "tensor":
         np.testing.assert_allclose(dep.expected_sq_dist_[:4], truth, rtol=0.05)
+
+
+def test_outlier_family_on_gathered_distances_equals_the_tables():
+    # Fewer vote patterns than labels: EM's outlier mixture runs on the (m, u, k)
+    # gathered distances; it must give the tables' responsibilities, likelihood,
+    # moments and outlier rates.
+    from snorkel_structured.estimators._em_core import _Problem, _SqDists
+    from snorkel_structured.estimators._stats import VoteStats
+
+    space = ss.Permutations(5)
+    rng = np.random.default_rng(4)
+    L = rng.integers(-1, 120, size=(60, 4))
+    stats = VoteStats.from_label_matrix(L, n_labels=120)
+    T = np.arange(0, 120, 3)
+    theta = rng.uniform(0.2, 1.5, size=4)
+    eps = np.array([0.05, 0.2, 0.01, 0.4])
+    log_w = np.log(rng.dirichlet(np.ones(T.size)))
+    for power in (1.0, 2.0):
+        fast = _Problem(stats, _SqDists(space.squared_distance_matrix, power))
+        slow = _Problem(stats, _SqDists(space.squared_distance_matrix, power))
+        slow._gathered_mix = lambda *args: None  # the (m, r + 1, k) tables
+        assert fast._gathered_mix(theta, T, eps) is not None
+        R_f, ll_f = fast.e_step(log_w, theta, T, None, eps)
+        R_s, ll_s = slow.e_step(log_w, theta, T, None, eps)
+        np.testing.assert_allclose(R_f, R_s, rtol=1e-10, atol=1e-14)
+        assert ll_f == pytest.approx(ll_s, rel=1e-12)
+        for got, want in zip(
+            fast.vote_moments(R_f, T, theta, eps),
+            slow.vote_moments(R_s, T, theta, eps),
+            strict=True,
+        ):
+            np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)

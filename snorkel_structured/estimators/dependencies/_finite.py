@@ -57,7 +57,7 @@ __all__ = ["estimate_n_components", "finite_test", "halves", "pairs"]
 _EXTRA_FEATURES = 2
 # Tables with more cells than this (huge alphabets) stay sparse; their top singular
 # directions are then found by a randomized range finder, at most _SKETCH of them.
-_DENSE_CELLS = 1 << 22
+_DENSE_CELLS = 1 << 18
 _SKETCH = 64
 
 
