@@ -248,6 +248,23 @@ def test_auto_dependencies_find_a_copy_and_weigh_every_lf_the_same():
     )
 
 
+def test_auto_dependencies_test_a_thinning_of_many_rows():
+    # Above DETECT_MAX_ROWS rows the test reads a random thinning of the counts (its
+    # cost grows with the distinct patterns); a copy is still found, and the test's
+    # table counts about DETECT_MAX_ROWS rows.
+    from snorkel_structured.label_model.structured import DETECT_MAX_ROWS
+
+    L, _ = _copied_lfs(n=5 * DETECT_MAX_ROWS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lm = ss.StructuredLabelModel(ss.Discrete(3), seed=0).fit(
+            L, progress_bar=False
+        )
+    assert lm.dependencies_ == [(0, 4)]
+    pair = lm.dependency_test_.set_index(["lf_a", "lf_b"]).loc[(0, 1)]
+    assert abs(pair["n_both"] - DETECT_MAX_ROWS) < 5 * np.sqrt(DETECT_MAX_ROWS)
+
+
 def test_auto_dependencies_stay_quiet_on_independent_lfs():
     L, _ = _copied_lfs(copies=())
     with warnings.catch_warnings():

@@ -572,11 +572,8 @@ class _Problem:
         G += log_w[None, :]
         if alpha is not None:
             G += self.abstained @ np.log(alpha) + self.voted @ np.log1p(-alpha)
-        mx = G.max(axis=1, keepdims=True)
-        E = np.exp(G - mx)
-        z = E.sum(axis=1, keepdims=True)
-        R = E / z
-        per_row = mx[:, 0] + np.log(z[:, 0])
+        per_row = logsumexp(G, axis=1)
+        R = np.exp(G - per_row[:, None])
         if self.labeled.any():  # log P(votes, label): responsibilities clamped
             rows = np.flatnonzero(self.labeled)
             pos = self.clamp(G, T)[rows]
@@ -646,7 +643,9 @@ class _Problem:
             return cond_all, self.c, used_all
         Gr, Lr = G[rows], per_lf[rows]
         full = logsumexp(Gr, axis=1)  # (u',)
-        rest = logsumexp(Gr[:, None, :] - Lr, axis=2)  # (u', m): a left out
+        # (u', m): a left out, reduced along the leading axis of a (k, u', m) array
+        # (5-7 times faster than along the last axis at k >= 120)
+        rest = logsumexp(Gr.T[:, :, None] - Lr.transpose(2, 0, 1), axis=0)
         # A vote counts when another LF voted too. Abstains do not count: scoring them
         # would reward latent classes that model who abstains with whom (e.g. "one LF
         # per row") instead of the label; their dependence on Y still enters through

@@ -19,6 +19,7 @@ from snorkel_structured import _warnings
 from snorkel_structured.exceptions import IdentifiabilityWarning
 
 __all__ = [
+    "DEPENDENCE_MIN_EXCESS",
     "DEPENDENCE_MIN_RATIO",
     "check_dependencies",
     "dependency_groups",
@@ -30,6 +31,10 @@ __all__ = [
 # manifolds: d^2, 1 - cos d or cosh d - 1 this many times smaller), or when
 # independence predicts nothing.
 DEPENDENCE_MIN_RATIO = 2.0
+# ... or (finite spaces) when their agreement has gone at least this share of the way
+# from what independence predicts to always agreeing (an exact copy of an LF that is
+# right half the time agrees 1 / 0.5 = 2 times as often: a ratio cannot tell it).
+DEPENDENCE_MIN_EXCESS = 0.5
 
 
 def check_dependencies(dependencies: Any, n_lfs: int) -> list[tuple[int, int]]:

@@ -29,6 +29,7 @@ from snorkel_structured.estimators.em import em_refine, mle_estimate
 from snorkel_structured.estimators.uws import uws_expected_sq_dist
 from snorkel_structured.exceptions import IdentifiabilityWarning
 from snorkel_structured.label_model._dependency_groups import (
+    DEPENDENCE_MIN_EXCESS,
     DEPENDENCE_MIN_RATIO,
     check_dependencies,
     dependency_groups,
@@ -63,6 +64,8 @@ __all__ = ["StructuredLabelModel"]
 # Dirichlet pseudo-count per label of the default whole-space prior (add-one-half, as
 # Jeffreys'), so that maximum likelihood cannot send a voted label's weight to 0.
 PRIOR_PSEUDO_COUNT = 0.5
+# dependencies="auto" tests a random thinning of the rows down to this many.
+DETECT_MAX_ROWS = 20_000
 # fit warns when one label is the MAP of at least this share of the voted rows (of
 # at least ONE_ANSWER_MIN_ROWS) while under half of the votes name it.
 ONE_ANSWER_SHARE = 0.9
@@ -373,10 +376,13 @@ class StructuredLabelModel(
             "mle" weighs every LF the same (the unweighted vote), with a warning.
             "auto" ("mle" with at least 4 LFs): the pairs that
             :func:`~snorkel_structured.estimators.dependencies.detect_dependent_pairs`
-            flags from the vote-pattern counts (family-wise false-alarm rate 5%)
-            and whose LFs agree at least ``DEPENDENCE_MIN_RATIO`` (2) times as often
-            as independence predicts; if any, "mle" weighs every LF the same (the
-            unweighted vote, its noise family chosen by leave-one-out risk) with a
+            flags from the vote-pattern counts (family-wise false-alarm rate 5%;
+            above ``DETECT_MAX_ROWS`` (20,000) rows, of a random thinning of them
+            to that many) and whose LFs agree at least ``DEPENDENCE_MIN_RATIO`` (2)
+            times as often as independence predicts, or have gone at least
+            ``DEPENDENCE_MIN_EXCESS`` (half) of the way from that to always
+            agreeing; if any, "mle" weighs every LF the same (the unweighted
+            vote, its noise family chosen by leave-one-out risk) with a
             warning naming them (``dependencies_``, ``dependency_test_``): found
             dependencies are graded on real tasks, not copies, and counting each
             group as one LF measured worse than the unweighted vote. With labeled
@@ -440,6 +446,17 @@ class StructuredLabelModel(
         seed = seed if isinstance(seed, (int, np.integer)) else 0
         from snorkel_structured.estimators.dependencies import detect_dependent_pairs
 
+        if stats.n_samples > DETECT_MAX_ROWS:
+            # A random thinning of the counts: a pair strong enough to be acted on
+            # (DEPENDENCE_MIN_RATIO) is found with power ~1 at this size, and the
+            # test's cost grows with the number of distinct patterns.
+            keep = np.random.default_rng([int(seed), 7]).binomial(
+                np.round(stats.counts).astype(np.int64),
+                DETECT_MAX_ROWS / stats.n_samples,
+            )
+            stats = VoteStats(
+                stats.n_labels, stats.patterns[keep > 0], keep[keep > 0].astype(float)
+            )
         with np.errstate(invalid="ignore", divide="ignore"):  # degenerate tables
             pairs, self.dependency_test_ = detect_dependent_pairs(
                 stats, self.space, seed=int(seed)
@@ -450,14 +467,18 @@ class StructuredLabelModel(
         # measures); counting such LFs as one source costs more than it saves.
         frame = self.dependency_test_
         ratio = frame["observed"] / frame["expected"].where(frame["expected"] > 0)
-        strong = frame["dependent"] & ~(ratio < DEPENDENCE_MIN_RATIO)  # NaN: kept
+        expected = frame["expected"]
+        excess = (frame["observed"] - expected) / (1.0 - expected).where(expected < 1)
+        large = ~(ratio < DEPENDENCE_MIN_RATIO) | (excess >= DEPENDENCE_MIN_EXCESS)
+        strong = frame["dependent"] & large  # NaN ratio: kept
         pairs = [
             (int(a), int(b)) for a, b in frame.loc[strong, ["lf_a", "lf_b"]].values
         ]
         if pairs:
             _warnings.warn(
-                f"LF pairs {pairs} agree at least {DEPENDENCE_MIN_RATIO:g} times as "
-                "often as independent LFs would (they likely share a source), so the "
+                f"LF pairs {pairs} agree far more often than independent LFs would "
+                f"(at least {DEPENDENCE_MIN_RATIO:g} times as often, or half-way to "
+                "always; they likely share a source), so the "
                 "LFs' accuracies cannot be told from their agreements: the label "
                 "model weighs every LF the same (the unweighted vote). Label a few "
                 "rows (fit(..., L_dev=, Y_dev=)) to weigh them, pass your own pairs "
