@@ -355,3 +355,5 @@ def test_label_model_sparse():
     assert (Y_pred[voted & ~tied] != ss.ABSTAIN).all()
     assert (Y_pred[voted & tied] == ss.ABSTAIN).all()
     assert (voted & tied).sum() < 0.02 * voted.sum()
+    # Snorkel's hash policy labels every voted row, as Snorkel's LabelModel does
+    assert (lm.predict(L, tie_break_policy="random")[voted] != ss.ABSTAIN).all()

@@ -177,6 +177,11 @@ def _solve_theta(
     """
     t = target.shape[0]
     lo, hi = np.zeros(t), np.full(t, theta_max)
+    if vals.shape[0] > 1 and (vals == vals[0]).all() and (logmult == logmult[0]).all():
+        # Every label sees the same distances (a homogeneous space: permutations,
+        # classes): the weighted mean over labels is any one label's.
+        vals, logmult = vals[:1], logmult[:1]
+        weights = weights.sum(axis=1, keepdims=True)
 
     def f(th: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         _, m1, var = _dist_moments(

@@ -301,7 +301,13 @@ class PosteriorMethods:
         tie_break_policy : {"abstain", "true-random", "random"}, default="abstain"
             Labels within 1e-5 of the top probability tie. "abstain" returns -1;
             "random" picks deterministically from the row index (Snorkel's hash
-            policy); "true-random" draws with ``seed``.
+            policy); "true-random" draws with ``seed``. Exact ties are real here:
+            two LFs of equal estimated accuracy that disagree on a row give it a
+            posterior of exactly 1/2 each (e.g. on Snorkel's sparse generator, where
+            most voted rows have one or two votes). Snorkel's ``LabelModel`` labels
+            such rows only because its SGD leaves the weights unequal by noise, which
+            picks a side at random; "random" labels every voted row too, without
+            pretending to know.
         seed : None, int or numpy.random.Generator
             For "true-random".
         decision : {"map", "distance", "sq_distance"}, default="map"
