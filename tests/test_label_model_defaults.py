@@ -8,12 +8,8 @@ import numpy as np
 import pytest
 
 import snorkel_structured as ss
-from snorkel_structured.estimators._em_core import (
-    EMFit,
-    _Problem,
-    _SqDists,
-    pattern_weights,
-)
+from snorkel_structured.estimators._em_core import EMFit, _Problem, pattern_weights
+from snorkel_structured.estimators._noise_kernel import _SqDists
 from snorkel_structured.estimators._stats import VoteStats
 from snorkel_structured.exceptions import IdentifiabilityWarning
 from snorkel_structured.label_model._dev_choice import DEV_MIN_SE
@@ -257,9 +253,7 @@ def test_auto_dependencies_test_a_thinning_of_many_rows():
     L, _ = _copied_lfs(n=5 * DETECT_MAX_ROWS)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        lm = ss.StructuredLabelModel(ss.Discrete(3), seed=0).fit(
-            L, progress_bar=False
-        )
+        lm = ss.StructuredLabelModel(ss.Discrete(3), seed=0).fit(L, progress_bar=False)
     assert lm.dependencies_ == [(0, 4)]
     pair = lm.dependency_test_.set_index(["lf_a", "lf_b"]).loc[(0, 1)]
     assert abs(pair["n_both"] - DETECT_MAX_ROWS) < 5 * np.sqrt(DETECT_MAX_ROWS)

@@ -33,12 +33,8 @@ from typing import Any
 import numpy as np
 
 from snorkel_structured._numeric import logsumexp
-from snorkel_structured.estimators._em_core import (
-    EMFit,
-    _Problem,
-    _run_em,
-    _SqDists,
-)
+from snorkel_structured.estimators._em_core import EMFit, _Problem, _run_em
+from snorkel_structured.estimators._noise_kernel import _SqDists
 from snorkel_structured.estimators._stats import VoteStats
 
 # Candidate shrinkage strengths s (0: the fitted thetas, 1: all LFs equal).

@@ -11,12 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from snorkel_structured._numeric import logsumexp
-from snorkel_structured.estimators._em_core import (
-    _dist_moments,
-    _Problem,
-    _run_em,
-    _solve_theta,
-)
+from snorkel_structured.estimators._em_core import _Problem, _run_em
+from snorkel_structured.estimators._noise_kernel import _dist_moments, _solve_theta
 
 
 def _profile_single_center(prob: _Problem, C: np.ndarray) -> tuple[int, np.ndarray]:

@@ -31,8 +31,6 @@ from snorkel_structured.estimators._em_core import (
     EMFit,
     _Problem,
     _run_em,
-    _SqDists,
-    support_log_table,
 )
 from snorkel_structured.estimators._noise_family import (
     RISK_MIN_SE,
@@ -42,6 +40,7 @@ from snorkel_structured.estimators._noise_family import (
     shrink_theta,
     unweighted_safety_net,
 )
+from snorkel_structured.estimators._noise_kernel import _SqDists, support_log_table
 from snorkel_structured.estimators._stats import VoteStats
 from snorkel_structured.estimators._support_search import (
     _bic_penalty,

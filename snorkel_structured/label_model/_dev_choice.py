@@ -38,13 +38,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from snorkel_structured.estimators._em_core import (
-    _EPS_MIN,
-    _Problem,
-    _run_em,
-    _SqDists,
-    support_log_table,
-)
+from snorkel_structured.estimators._em_core import _EPS_MIN, _Problem, _run_em
+from snorkel_structured.estimators._noise_kernel import _SqDists, support_log_table
 from snorkel_structured.estimators._stats import VoteStats
 from snorkel_structured.label_model._posterior import _SupportPosterior
 

@@ -23,7 +23,8 @@ from snorkel_structured._validation import (
     check_label_matrix,
     check_seed,
 )
-from snorkel_structured.estimators._em_core import pattern_weights, support_log_table
+from snorkel_structured.estimators._em_core import pattern_weights
+from snorkel_structured.estimators._noise_kernel import support_log_table
 from snorkel_structured.estimators._stats import unique_rows
 from snorkel_structured.spaces.finite import DENSE_MAX_LABELS
 

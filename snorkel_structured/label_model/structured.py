@@ -22,8 +22,9 @@ from snorkel_structured._validation import (
     check_scalar,
     check_seed,
 )
-from snorkel_structured.estimators._em_core import _Problem, _SqDists
+from snorkel_structured.estimators._em_core import _Problem
 from snorkel_structured.estimators._noise_family import SHRINK_GRID
+from snorkel_structured.estimators._noise_kernel import _SqDists
 from snorkel_structured.estimators._stats import VoteStats, _count_patterns
 from snorkel_structured.estimators.em import em_refine, mle_estimate
 from snorkel_structured.estimators.uws import uws_expected_sq_dist

@@ -379,7 +379,8 @@ def test_outlier_family_on_gathered_distances_equals_the_tables():
     # Fewer vote patterns than labels: EM's outlier mixture runs on the (m, u, k)
     # gathered distances; it must give the tables' responsibilities, likelihood,
     # moments and outlier rates.
-    from snorkel_structured.estimators._em_core import _Problem, _SqDists
+    from snorkel_structured.estimators._em_core import _Problem
+    from snorkel_structured.estimators._noise_kernel import _SqDists
     from snorkel_structured.estimators._stats import VoteStats
 
     space = ss.Permutations(5)
