@@ -278,13 +278,15 @@ class _Problem:
     def _gathered_mix(
         self, theta: np.ndarray, T: np.ndarray, eps: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray] | None:
-        """(log P_theta, log of the outlier mixture) of each pattern's votes, (m, u, k).
+        """(share of the noise model, log of the outlier mixture) of each pattern's
+        votes, (m, u, k).
 
         The robust family on :meth:`gathered` distances: where there are fewer
         patterns than labels (a few thousand rows over a tree of hundreds of nodes)
-        this costs m u k per EM step instead of the tables' m r k. The mixture is 0
-        where the LF abstained. None when the tables are cheaper, or votes carry
-        group weights.
+        this costs m u k per EM step instead of the tables' m r k. The share is
+        (1 - eps) P_theta / mixture, the part of a vote the noise model explains
+        (the M-step's weight); the mixture is 0 where the LF abstained. None when
+        the tables are cheaper, or votes carry group weights.
         """
         if self.pw is not None or self.u > self.r + 1:
             return None
@@ -299,17 +301,18 @@ class _Problem:
             theta[:, None] if theta.ndim == 1 else theta, (self.m, T.size)
         )
         logz, _, _ = _dist_moments(th[:, :, None], vals[None], logmult[None])
-        noise = -th[:, None, :] * D - logz[:, None, :]
+        kept = -th[:, None, :] * D - (logz - np.log1p(-eps)[:, None])[:, None, :]
         votes = np.maximum(self.P, 0).T  # (m, u)
         with np.errstate(under="ignore"):
             h = np.exp(np.take_along_axis(self.log_h, votes, axis=1))
         outlier = (eps[:, None] * h * self.voted.T)[:, :, None]  # (m, u, 1)
-        kept = noise + np.log1p(-eps)[:, None, None]
-        with np.errstate(under="ignore", divide="ignore"):
-            mixed = np.log(np.exp(kept) + outlier)
-        mix = np.where(outlier > 0, mixed, kept) * self.voted.T[:, :, None]
-        self._table_cache = (key, (noise, mix))
-        return noise, mix
+        with np.errstate(under="ignore", divide="ignore", invalid="ignore"):
+            p_kept = np.exp(kept)
+            total = p_kept + outlier
+            share = np.where(outlier > 0, p_kept / total, 1.0)
+            mix = np.where(outlier > 0, np.log(total), kept) * self.voted.T[:, :, None]
+        self._table_cache = (key, (share, mix))
+        return share, mix
 
     def e_step(
         self,
@@ -513,10 +516,7 @@ class _Problem:
             return self.voted_f.T @ cR, num, None
         gathered = None if eps is None else self._gathered_mix(theta, T, eps)
         if gathered is not None:
-            noise, mix = gathered
-            with np.errstate(invalid="ignore", under="ignore"):
-                rho = np.exp(np.log1p(-eps)[:, None, None] + noise - mix)
-            rho = np.where(np.isfinite(rho), np.clip(rho, 0.0, 1.0), 1.0)
+            rho = gathered[0]
             Hv = (self.c[:, None] * R)[None] * self.voted.T[:, :, None]  # (m, u, k)
             tot = Hv.sum(axis=(1, 2))
             Hr = Hv * rho

@@ -247,9 +247,14 @@ def choose_family(
             prior_pseudo_count=pc,
         )
         # From the base (not the halves' fits): a symmetric problem stays
-        # symmetric.
+        # symmetric. With outliers, from the same power's fit without them when
+        # there is one (its theta is already at home in d^p).
+        start = base
         th0 = _start_theta(base, base_prob, prob.sq)
-        got = _fit(prob, T, base, th0, o, options if converge else fold_options)
+        plain = fitted.get((p, False, omega), loose.get((p, False, omega)))
+        if o and p != 2.0 and plain is not None:
+            start, th0 = plain[0], plain[0].theta
+        got = _fit(prob, T, start, th0, o, options if converge else fold_options)
         (fitted if converge else loose)[key] = got, prob
         return (fitted if converge else loose)[key]
 
