@@ -266,7 +266,7 @@ def choose_family(
     if len(families) > 1:
         # One contender, scored on halves against the paper's family below.
         contender = _aic_family(families, base, base_prob.m, refit)
-        families = sorted({(2.0, False), contender}, reverse=True)
+        families = [f for f in families if f in ((2.0, False), contender)]
     candidates = [(p, o, w) for p, o in families for w in weights]
     halves = _thin(stats, labeled, rng)
     if min(float(np.sum(h.counts)) for h, _ in halves) < 1:

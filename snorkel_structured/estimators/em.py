@@ -661,16 +661,25 @@ def mle_estimate(
         # The unsupervised safety net: the unweighted vote (the paper's family, every
         # LF weighing the same) replaces the choice when it predicts held-out votes
         # significantly better.
-        equal = _with_theta(paper_fit, shrink_theta(paper_fit.theta, 1.0))
-        replace, z = unweighted_safety_net(prob, paper_prob, T, fit, equal)
+        # A family the caller fixed (noise_power, outliers) stands: the unweighted
+        # vote is then the chosen family with every theta equal.
+        equal_family = (2.0, False)
+        equal_from, equal_prob = paper_fit, paper_prob
+        if 2.0 not in powers or False not in outliers:
+            equal_family = (choice.power, choice.outliers)
+            equal_from, equal_prob = fit, prob
+        equal = _with_theta(equal_from, shrink_theta(equal_from.theta, 1.0))
+        replace, z = unweighted_safety_net(prob, equal_prob, T, fit, equal)
         if shrinkages == (1.0,):
             # Both are unweighted votes (equal weights imposed): which family is a
             # free choice, by the risk alone.
             replace = z < 0
         noise_model["safety_net_z"] = z
         if replace:
-            fit, prob = equal, paper_prob
-            noise_model.update(power=2.0, outliers=False, shrinkage=1.0)
+            fit, prob = equal, equal_prob
+            noise_model.update(
+                power=equal_family[0], outliers=equal_family[1], shrinkage=1.0
+            )
         elif z < -RISK_WARN_SE and np.ptp(fit.theta) > 0:
             msg = (
                 f"The label model's weights rest on little evidence: the unweighted "

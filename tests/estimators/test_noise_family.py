@@ -406,3 +406,26 @@ def test_outlier_family_on_gathered_distances_equals_the_tables():
             strict=True,
         ):
             np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "fixed, attribute, value",
+    [
+        ({"noise_power": 1}, "noise_power_", 1.0),
+        ({"outliers": True}, "outliers", True),
+        ({"noise_power": 1, "outliers": False}, "noise_power_", 1.0),
+    ],
+)
+def test_a_fixed_family_option_is_kept(fixed, attribute, value):
+    # Data from the paper's family: left free, the choice would be p = 2 without
+    # outliers; an option the user fixed must hold whatever the data say.
+    data = ss.synthetic.make_ranking_data(3000, seed=0)
+    lm = ss.StructuredLabelModel(data.space, seed=0, **fixed).fit(
+        data.L, progress_bar=False
+    )
+    got = (
+        getattr(lm, attribute)
+        if attribute.endswith("_")
+        else lm.noise_model_[attribute]
+    )
+    assert got == value
