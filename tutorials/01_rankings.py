@@ -245,20 +245,23 @@ print(f"figures written to {OUT}")
 # %% [markdown]
 # **Reading the results.** The Kendall distance counts the pairs of patients a
 # predicted order puts the wrong way round (6 pairs in a group of 4; a random order
-# gets 3 wrong on average). The label model weighs the LFs by their estimated E[d^2]
-# (learned without labels). Its noise family was chosen on held-out votes: p = 1
-# (`noise_power_`), the Mallows model, whose tails are heavier than the paper's d^2.
-# Read for the metric (`predict(L, decision="distance")`, the ranking of least
-# expected Kendall distance), it has the lowest mean Kendall distance on held-out
-# groups, about 1.76: below equal-weight Kemeny (1.80), majority vote (2.05) and every
-# single LF, including the best one (`lf_s5`, 1.78), which nobody could have picked
-# without labels. It is also the most often exactly right (0.162, against 0.150 for
-# Kemeny and 0.156 for `lf_s5`). Its posterior mode (the MAP, Snorkel's `predict`)
-# scores 1.78. Its E[d^2] estimates are too small for every LF (see the summary
-# table), likely because the clinical features are correlated: the LFs agree more
-# than independent LFs of that quality would. The end model, trained only on
-# pseudolabels, ranks groups of unseen patients from their features nearly as well
-# (1.79) as the same model trained on true rankings (1.72).
+# gets 3 wrong on average). The label model would weigh the LFs by their estimated
+# E[d^2] (learned without labels). Here `dependencies="auto"` (the default) finds that
+# `lf_s5` and `lf_low_hdl` agree far more often than independent LFs would (both read
+# blood-serum measurements), so the model weighs every LF the same (`dependencies_`,
+# with a warning) and only the LFs' outlier rates (`noise_model_`: the paper's d^2
+# family with an outlier component) set their estimated E[d^2] apart. Read for the
+# metric (`predict(L, decision="distance")`, the ranking of least expected Kendall
+# distance), it has a mean Kendall distance on held-out groups of about 1.78: level
+# with the best single LF (`lf_s5`, 1.78, which nobody could have picked without
+# labels), below equal-weight Kemeny (1.80), majority vote (2.05) and every other LF.
+# It is also the most often exactly right (0.162, against 0.150 for Kemeny and 0.156
+# for `lf_s5`). Its posterior mode (the MAP, Snorkel's `predict`) scores 1.79. Its
+# E[d^2] estimates are too small for every LF (see the summary table): the clinical
+# features are correlated, so the LFs agree more than independent LFs of that quality
+# would. The end model, trained only on pseudolabels, ranks groups of unseen patients
+# from their features as well (1.78) as the label model ranks them from the votes;
+# trained on true rankings it reaches 1.72.
 #
 # **A caveat worth seeing.** The model assumes LFs err independently given the true
 # order. Replace `lf_glucose` by an LF on `s4` (total cholesterol / HDL, correlated
@@ -353,9 +356,9 @@ table_mlp.round(3)
 
 # %% [markdown]
 # **Reading the results.** Here the correction does not pay: the noise-aware MLP ranks
-# held-out groups worse (mean Kendall distance about 1.82) than the same MLP trained
-# on the pseudolabels as if they were true (about 1.78), which is itself no worse than
-# the MLP trained on the true rankings (about 1.83; the features predict the order
+# held-out groups a little worse (mean Kendall distance about 1.78) than the same MLP
+# trained on the pseudolabels as if they were true (about 1.77), which is itself no
+# worse than the MLP trained on the true rankings (about 1.83; the features predict the order
 # only weakly, and a 24-way network overfits either target). The pseudolabels are
 # exactly right for only about a fifth of the groups, so Q spreads over all 24
 # rankings and its inverse has large entries of both signs: the corrected loss is unbiased,

@@ -382,20 +382,20 @@ print(f"figures written to {OUT}")
 # only 57% of the cities). Why the label model does not get below that:
 #
 # - *dependent LFs*: `nearest_big_city` and `nearest_town` both read the coordinates
-#   and agree closely (mean distance 0.33); the model cannot tell which of the two is
-#   the accurate one and credits the wrong one: estimated E[d^2] 0.07 for
-#   `nearest_big_city` and 0.77 for `nearest_town`, against 0.98 and 0.32
-#   empirically. Declaring the pair dependent (`fit(..., dependencies=[(2, 3)])`) is
-#   worse here (0.43 exact): each of the two then weighs half, and `timezone_city`,
-#   which always names a region of the right country, agrees with `country_only` on
-#   every city, so the model takes it for perfect (estimated E[d^2] 0);
+#   and agree closely (mean distance 0.33), and `nearest_big_city` always names a
+#   region of the country `country_only` names. `dependencies="auto"` (the default)
+#   flags both pairs (`dependencies_`), so every LF gets the same theta and only the
+#   outlier rates tell them apart: estimated E[d^2] 0.10 for `country_only` and
+#   `nearest_big_city` and 0.26 for `nearest_town`, against 1.00, 0.98 and 0.32
+#   empirically. Nothing in the votes says which of the two location LFs is the
+#   accurate one;
 # - *errors that are not isotropic in the tree*: a location LF errs toward the
 #   *neighbouring* region, not uniformly over the tree's siblings and cousins, and a
 #   coarse LF like `country_only` is always at distance exactly 1, unlike the
 #   exp(-theta d^p) scatter the model assumes (the outlier component and the choice of
 #   p absorb part of this, not all);
 # - *country-constant LFs* (the caveat above) collapse the fit outright: with
-#   `capital_region_lf` the model declares it perfect and exact match drops to 0.34.
+#   `capital_region_lf` the model declares it perfect and exact match drops to 0.35.
 #   The per-country check on the votes, which needs no labels, flags such LFs.
 #
 # The end model, trained on pseudolabels only, maps coordinates to regions a little
