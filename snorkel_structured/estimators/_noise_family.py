@@ -209,7 +209,7 @@ def choose_family(
     )
     # The halves only rank the candidates: a looser fit does that (large supports
     # make every EM step cost O(n_patterns k m)).
-    fold_options = dict(options, max_iter=min(max_iter, 30), tol=max(tol, 1e-6))
+    fold_options = dict(options, max_iter=min(max_iter, 30), tol=max(tol, 1e-5))
     weights = (1.0,)
     if labeled is not None:
         n_lab = float(np.sum(labeled[1]))
