@@ -356,8 +356,8 @@ table_mlp.round(3)
 
 # %% [markdown]
 # **Reading the results.** Here the correction does not pay: the noise-aware MLP ranks
-# held-out groups a little worse (mean Kendall distance about 1.78) than the same MLP
-# trained on the pseudolabels as if they were true (about 1.77), which is itself no
+# held-out groups no better (mean Kendall distance about 1.76) than the same MLP
+# trained on the pseudolabels as if they were true (about 1.76), which is itself no
 # worse than the MLP trained on the true rankings (about 1.83; the features predict the order
 # only weakly, and a 24-way network overfits either target). The pseudolabels are
 # exactly right for only about a fifth of the groups, so Q spreads over all 24
