@@ -211,6 +211,21 @@ def test_safety_net_replaces_weights_that_predict_worse():
     assert replace and z < -2.0
 
 
+def test_dev_rows_that_cannot_decide_are_said_to_be_kept_out():
+    # 10 labeled rows: "LF 0 first" scores better than the unsupervised model, but
+    # within one standard error, so the model is kept, and a warning says so
+    # (labeled rows must never be set aside silently).
+    space, L, Y = _dominated_by_a_shared_source()
+    dev = np.random.default_rng(1).permutation(2000)[:10]
+    with pytest.warns(IdentifiabilityWarning, match="by less than 1 standard error"):
+        lm = ss.StructuredLabelModel(space, seed=0).fit(
+            L[:2000], L_dev=L[dev], Y_dev=Y[dev], progress_bar=False, dependencies=[]
+        )
+    scores = lm.dev_scores_.set_index("candidate")["mean_distance"]
+    assert lm.dev_choice_ == "label model"
+    assert scores.min() < scores["label model"]
+
+
 def _copied_lfs(n=6000, seed=0, copies=(4,)):
     """Discrete(3): LFs 0-3 independent, each LF in ``copies`` copies LF 0."""
     rng = np.random.default_rng(seed)

@@ -38,9 +38,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from snorkel_structured import _warnings
 from snorkel_structured.estimators._em_core import _EPS_MIN, _Problem, _run_em
 from snorkel_structured.estimators._noise_kernel import _SqDists, support_log_table
 from snorkel_structured.estimators._stats import VoteStats
+from snorkel_structured.exceptions import IdentifiabilityWarning
 from snorkel_structured.label_model._posterior import _SupportPosterior
 
 __all__ = ["DevChoice", "choose_with_dev", "posterior_table"]
@@ -279,7 +281,16 @@ def choose_with_dev(
     # hundred rows is partly luck (the winner's curse).
     mean = scores["mean_distance"].to_numpy()
     best = int(np.argmin(mean))  # ties: the first
-    if mean[0] - mean[best] <= DEV_MIN_SE * se[best]:
+    if best and mean[0] - mean[best] <= DEV_MIN_SE * se[best]:
+        _warnings.warn(
+            f"The labeled rows favour {cands[best].name!r} over the unsupervised label "
+            f"model (cross-validated mean distance {mean[best]:.4g} against "
+            f"{mean[0]:.4g}), but by less than {DEV_MIN_SE:g} standard error "
+            f"({se[best]:.3g}), so the unsupervised model is kept (see dev_scores_). "
+            "Label more rows to let them decide.",
+            IdentifiabilityWarning,
+            stacklevel=2,
+        )
         best = 0
     chosen = cands[best]
     scores["chosen"] = np.arange(len(cands)) == best
