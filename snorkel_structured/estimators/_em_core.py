@@ -263,16 +263,23 @@ class _Problem:
             self._gathered = (key, D)
         return self._gathered[1]
 
+    def _label_moments(
+        self, theta: np.ndarray, T: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """theta per (LF, label of T), (m, k), with log Z and E[d^p] under it."""
+        vals, logmult = self.dists(T)
+        th = np.broadcast_to(
+            theta[:, None] if theta.ndim == 1 else theta, (self.m, T.size)
+        )
+        logz, m1, _ = _dist_moments(th[:, :, None], vals[None], logmult[None])
+        return th, logz, m1
+
     def _fast_log_lik(self, theta: np.ndarray, T: np.ndarray) -> np.ndarray | None:
         """(u, k) log P(pattern | T_j) of the paper's family from :meth:`gathered`."""
         D = self.gathered(T)
         if D is None:
             return None
-        vals, logmult = self.dists(T)
-        th = np.broadcast_to(
-            theta[:, None] if theta.ndim == 1 else theta, (self.m, T.size)
-        )
-        logz, _, _ = _dist_moments(th[:, :, None], vals[None], logmult[None])
+        th, logz, _ = self._label_moments(theta, T)
         return -(self.voted_f @ logz) - np.einsum("ak,auk->uk", th, D)
 
     def _gathered_mix(
@@ -296,11 +303,7 @@ class _Problem:
         key = ("gathered", theta.tobytes(), T.tobytes(), eps.tobytes())
         if self._table_cache[0] == key:
             return self._table_cache[1]
-        vals, logmult = self.dists(T)
-        th = np.broadcast_to(
-            theta[:, None] if theta.ndim == 1 else theta, (self.m, T.size)
-        )
-        logz, _, _ = _dist_moments(th[:, :, None], vals[None], logmult[None])
+        th, logz, _ = self._label_moments(theta, T)
         kept = -th[:, None, :] * D - (logz - np.log1p(-eps)[:, None])[:, None, :]
         votes = np.maximum(self.P, 0).T  # (m, u)
         with np.errstate(under="ignore"):
@@ -370,16 +373,25 @@ class _Problem:
         return float(counts @ cond), float(counts @ used)
 
     def vote_log_terms(
-        self, theta: np.ndarray, T: np.ndarray, eps: np.ndarray | None = None
+        self,
+        theta: np.ndarray,
+        T: np.ndarray,
+        eps: np.ndarray | None = None,
+        alpha: np.ndarray | None = None,
     ) -> np.ndarray:
         """(u, m, k): each pattern's weighted log P(lambda_a = its vote | T_j) (0 for
-        an abstain)."""
+        an abstain), plus log(1 - alpha) per vote and log(alpha) per abstain when
+        ``alpha`` (m, k) is given."""
         W = self.log_table(theta, T, eps).reshape(self.m, self.r + 1, T.size)
         per_lf = np.empty((self.u, self.m, T.size))
         for a in range(self.m):  # m gathers of (u, k)
             per_lf[:, a, :] = W[a][self.P[:, a] + 1]
         if self.pw is not None:
             per_lf *= self.pw[:, :, None]
+        if alpha is not None:
+            per_lf += np.where(
+                self.voted[:, :, None], np.log1p(-alpha)[None], np.log(alpha)[None]
+            )
         return per_lf
 
     def conditional_loglik_rows(
@@ -395,13 +407,10 @@ class _Problem:
         Patterns that cannot count (fewer than two votes, or labeled) have value 0.
         """
         k = T.size
-        per_lf = self.vote_log_terms(theta, T, eps)
         if alpha is None:  # abstains independent of Y: each LF's overall rate
             rate = np.clip(self.abstain_rate, _ALPHA_MIN, 1.0 - _ALPHA_MIN)
             alpha = np.repeat(rate[:, None], k, axis=1)
-        per_lf += np.where(
-            self.voted[:, :, None], np.log1p(-alpha)[None], np.log(alpha)[None]
-        )
+        per_lf = self.vote_log_terms(theta, T, eps, alpha)
         G = per_lf.sum(axis=1) + log_w[None, :]  # (u, k)
         n_votes = self.voted.sum(axis=1)
         rows = (n_votes >= 2) & ~self.labeled  # labeled rows are scored by their label
@@ -442,11 +451,7 @@ class _Problem:
         (``groups``) is left out (its members would vouch for each other).
         A vote counts where an LF outside its group voted too.
         """
-        per_lf = self.vote_log_terms(theta, T, eps)
-        if alpha is not None:
-            per_lf += np.where(
-                self.voted[:, :, None], np.log1p(-alpha)[None], np.log(alpha)[None]
-            )
+        per_lf = self.vote_log_terms(theta, T, eps, alpha)
         G = per_lf.sum(axis=1) + log_w[None, :]  # (u, k)
         groups = np.arange(self.m) if self.groups is None else np.asarray(self.groups)
         D_T = np.sqrt(np.maximum(self.sq.sq_rows(T), 0.0))  # (k, r)
@@ -615,12 +620,7 @@ class _Problem:
         if eps is not None or self.sq.power != 2.0:
             P = np.exp(self.log_table(theta, T, eps).reshape(self.m, self.r + 1, -1))
             return np.einsum("avj,jv,j->a", P[:, 1:], self.sq.sq_rows(T), w)
-        vals, logmult = self.dists(T)
-        th = np.broadcast_to(
-            theta[:, None] if theta.ndim == 1 else theta, (self.m, T.size)
-        )
-        _, m1, _ = _dist_moments(th[:, :, None], vals[None], logmult[None])
-        return m1 @ w
+        return self._label_moments(theta, T)[2] @ w
 
 
 @dataclass(frozen=True, eq=False)

@@ -24,6 +24,7 @@ __all__ = [
     "check_dependencies",
     "dependency_groups",
     "dependency_weights",
+    "is_auto",
 ]
 
 # dependencies="auto" declares a flagged pair only when its LFs are at least this many
@@ -35,6 +36,19 @@ DEPENDENCE_MIN_RATIO = 2.0
 # from what independence predicts to always agreeing (an exact copy of an LF that is
 # right half the time agrees 1 / 0.5 = 2 times as often: a ratio cannot tell it).
 DEPENDENCE_MIN_EXCESS = 0.5
+
+
+def is_auto(dependencies: Any) -> bool:
+    """Whether ``fit``'s ``dependencies`` asks for detection ("auto"); another string
+    is refused."""
+    if not isinstance(dependencies, str):
+        return False
+    if dependencies != "auto":
+        raise ValueError(
+            f"dependencies must be 'auto', None or pairs of LF indices; got "
+            f"{dependencies!r}."
+        )
+    return True
 
 
 def check_dependencies(dependencies: Any, n_lfs: int) -> list[tuple[int, int]]:

@@ -47,6 +47,7 @@ from snorkel_structured.label_model._dependency_groups import (
     DEPENDENCE_MIN_RATIO,
     check_dependencies,
     dependency_groups,
+    is_auto,
 )
 from snorkel_structured.label_model._manifold_checks import (
     ManifoldChecks,
@@ -398,12 +399,7 @@ class ManifoldLabelModel(
             stats = ManifoldStats._from_checked(X_arr, self.space)
         m = stats.n_lfs
         self.dependency_test_ = None
-        if isinstance(dependencies, str):
-            if dependencies != "auto":
-                raise ValueError(
-                    f"dependencies must be 'auto', None or pairs of LF indices; got "
-                    f"{dependencies!r}."
-                )
+        if is_auto(dependencies):
             dependencies = self._detect_dependencies(X_arr, m)
         deps = _check_dependencies(dependencies, m)
         dev = None

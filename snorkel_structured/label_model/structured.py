@@ -35,6 +35,7 @@ from snorkel_structured.label_model._dependency_groups import (
     check_dependencies,
     dependency_groups,
     dependency_weights,
+    is_auto,
 )
 from snorkel_structured.label_model._dev_choice import (
     choose_with_dev,
@@ -426,16 +427,13 @@ class StructuredLabelModel(
         check_prec_init_shape(options["prec_init"], stats.n_lfs)
         self._labeled = self._check_dev(L_dev, Y_dev, stats.n_lfs)
         self.dependency_test_ = None
-        self._detected = isinstance(dependencies, str)
-        if isinstance(dependencies, str):
-            if dependencies != "auto":
-                raise ValueError(
-                    f"dependencies must be 'auto', None or pairs of LF indices; got "
-                    f"{dependencies!r}."
-                )
+        detected = is_auto(dependencies)
+        if detected:
             dependencies = self._detect_dependencies(stats, config)
         self._dependencies = check_dependencies(dependencies, stats.n_lfs)
-        return self._fit_stats(stats, fixed, dict(config, progress_bar=progress_bar))
+        return self._fit_stats(
+            stats, fixed, dict(config, progress_bar=progress_bar), detected=detected
+        )
 
     def _detect_dependencies(
         self, stats: VoteStats, config: dict[str, Any]
@@ -558,8 +556,14 @@ class StructuredLabelModel(
         return self._fit_stats(stats, getattr(self, "_fixed_prior", None), {})
 
     def _fit_stats(
-        self, stats: VoteStats, fixed: np.ndarray | None, config: dict[str, Any]
+        self,
+        stats: VoteStats,
+        fixed: np.ndarray | None,
+        config: dict[str, Any],
+        detected: bool = False,
     ) -> StructuredLabelModel:
+        """Fit on ``stats``; ``detected``: ``self._dependencies`` were found by the
+        dependency test (not declared)."""
         stats.check_has_votes("L_train")
         seed = config.get("seed", self.seed)
         max_iter = check_scalar(
@@ -595,7 +599,7 @@ class StructuredLabelModel(
         shrinkages = (
             SHRINK_GRID if self.shrinkage == "auto" else (float(self.shrinkage),)
         )
-        detected = bool(self._dependencies) and getattr(self, "_detected", False)
+        detected = detected and bool(self._dependencies)
         if lf_groups.max() + 1 < 3 or detected:
             # No three independent sources: nothing identifies the LFs' accuracies,
             # and weighing a group as one voice would hand a lone LF as much say as
