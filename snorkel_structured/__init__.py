@@ -34,6 +34,7 @@ _LAZY = {
     "FiniteMetricSpace": "snorkel_structured.spaces.finite",
     "GraphSpace": "snorkel_structured.spaces.graphs",
     "Permutations": "snorkel_structured.spaces.permutations",
+    "Rankings": "snorkel_structured.spaces.rankings",
     "PseudoEuclideanEmbedding": "snorkel_structured.embedding",
     "FiniteNoiseModel": "snorkel_structured.noise.finite",
     "RiemannianGaussian": "snorkel_structured.noise.manifold",
@@ -43,6 +44,7 @@ _LAZY = {
     "VoteStats": "snorkel_structured.estimators._stats",
     "ManifoldLabelModel": "snorkel_structured.label_model.manifold",
     "StructuredLabelModel": "snorkel_structured.label_model.structured",
+    "RankingLabelModel": "snorkel_structured.label_model.ranking",
     "NoiseMatrix": "snorkel_structured.noise_aware",
     "loss_weights": "snorkel_structured.noise_aware",
     "noise_matrix": "snorkel_structured.noise_aware",
@@ -76,6 +78,7 @@ __all__ = [
     "FiniteMetricSpace",
     "GraphSpace",
     "Permutations",
+    "Rankings",
     "PseudoEuclideanEmbedding",
     "FiniteNoiseModel",
     "RiemannianGaussian",
@@ -85,6 +88,7 @@ __all__ = [
     "VoteStats",
     "ManifoldLabelModel",
     "StructuredLabelModel",
+    "RankingLabelModel",
     "NoiseMatrix",
     "loss_weights",
     "noise_matrix",
@@ -117,6 +121,7 @@ _LAZY.update(
             "labeling",
             "noise",
             "noise_aware",
+            "rankings",
             "spaces",
         )
     }
@@ -155,6 +160,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
         ManifoldMeanVoter,
     )
     from snorkel_structured.label_model.manifold import ManifoldLabelModel
+    from snorkel_structured.label_model.ranking import RankingLabelModel
     from snorkel_structured.label_model.structured import StructuredLabelModel
     from snorkel_structured.labeling.analysis import StructuredLFAnalysis
     from snorkel_structured.labeling.finite import (
@@ -181,3 +187,4 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
         Sphere,
     )
     from snorkel_structured.spaces.permutations import Permutations
+    from snorkel_structured.spaces.rankings import Rankings

@@ -54,9 +54,16 @@ def _registry() -> dict[str, _Codec]:
     from snorkel_structured.estimators.robust_manifold import OutlierBackground
     from snorkel_structured.label_model._posterior import _SupportPosterior
     from snorkel_structured.noise.manifold import RiemannianGaussian, WrappedNormal
+    from snorkel_structured.rankings.estimate import RankingStats
 
     codecs: list[_Codec] = []
-    for cls in (VoteStats, ManifoldStats, LabeledManifoldStats, OutlierBackground):
+    for cls in (
+        VoteStats,
+        ManifoldStats,
+        LabeledManifoldStats,
+        OutlierBackground,
+        RankingStats,
+    ):
         names = tuple(f.name for f in dataclasses.fields(cls) if f.init)
         codecs.append(_Codec(cls, names, lambda kw, cls=cls: cls(**kw)))
     codecs.append(
@@ -201,9 +208,12 @@ class _Encoder:
             Sphere,
         )
         from snorkel_structured.spaces.permutations import Permutations
+        from snorkel_structured.spaces.rankings import Rankings
 
         kind = type(space)
-        if kind is Discrete:
+        if kind is Rankings:
+            node = {"kind": "Rankings", "n_items": int(space.n_items)}
+        elif kind is Discrete:
             node = {"kind": "Discrete", "cardinality": int(space.cardinality)}
         elif kind is Permutations:
             node = {
@@ -448,9 +458,12 @@ class _Decoder:
             Sphere,
         )
         from snorkel_structured.spaces.permutations import Permutations
+        from snorkel_structured.spaces.rankings import Rankings
 
         kind = node["kind"]
         try:
+            if kind == "Rankings":
+                return Rankings(node["n_items"])
             if kind == "Discrete":
                 return Discrete(node["cardinality"])
             if kind == "Permutations":

@@ -32,6 +32,13 @@ consensus truth that is a composite of the LFs' own signals (metabolic score, co
 density), LFs that abstain on ties or missing values (country areas, and most of the
 others), and sets of 4, 5 and 6 items.
 
+Ranking tasks with long lists (10-30 items) and top-k LFs, whose votes are vote
+arrays of :mod:`snorkel_structured.rankings` rather than label indices, are returned
+as :class:`RankingListTask` by :func:`load_diabetes_progression_lists`,
+:func:`load_tumour_concave_points_lists`, :func:`load_country_population_lists` and
+:func:`load_wine_flavanoid_lists` (see :mod:`~snorkel_structured.datasets.long_rankings`;
+``LIST_TASKS`` maps their names to them; they are not in ``TASKS``).
+
 ``TASKS`` maps each task's name to its loader. The helpers below them
 (:func:`geonames_cities`, :func:`zone_tab`, :func:`to_xyz`...) are what the tutorials
 build their labeling functions from.
@@ -77,6 +84,14 @@ from snorkel_structured.datasets.geo_rankings import (
     load_country_density_rankings,
     load_country_population_sparse_rankings,
 )
+from snorkel_structured.datasets.long_rankings import (
+    LIST_TASKS,
+    RankingListTask,
+    load_country_population_lists,
+    load_diabetes_progression_lists,
+    load_tumour_concave_points_lists,
+    load_wine_flavanoid_lists,
+)
 from snorkel_structured.datasets.rankings import (
     ColumnLF,
     column_votes,
@@ -113,6 +128,8 @@ TASKS = {
 __all__ = [
     "ColumnLF",
     "EARTH_KM",
+    "LIST_TASKS",
+    "RankingListTask",
     "TASKS",
     "WeakSupervisionTask",
     "capital_cities",
@@ -127,12 +144,16 @@ __all__ = [
     "load_city_utc_offsets",
     "load_country_area_rankings",
     "load_country_density_rankings",
+    "load_country_population_lists",
     "load_country_population_rankings",
     "load_country_population_sparse_rankings",
+    "load_diabetes_progression_lists",
     "load_diabetes_rankings",
     "load_european_regions",
     "load_metabolic_score_rankings",
+    "load_tumour_concave_points_lists",
     "load_tumour_concavity_rankings",
+    "load_wine_flavanoid_lists",
     "load_wine_flavanoid_rankings",
     "load_world_cities",
     "load_world_city_centroids",

@@ -5,6 +5,10 @@
 - :func:`manifold_labeling_function` with :class:`ManifoldPandasApplier`,
   :class:`ManifoldDaskApplier`, :class:`ManifoldPandasParallelApplier`: LFs returning
   points on a manifold;
+- :func:`ranking_labeling_function` with :class:`RankingPandasApplier`,
+  :class:`RankingDaskApplier`, :class:`RankingPandasParallelApplier`: LFs returning
+  orderings (top-k lists) of a row's items, and :class:`RankingLFAnalysis`, their
+  coverage, overlaps, conflicts and accuracy over item pairs;
 - :class:`StructuredLFAnalysis`: coverage, overlaps and conflicts in the label metric;
 - :func:`filter_unlabeled_manifold`: Snorkel's ``filter_unlabeled_dataframe`` for
   manifold pseudolabels (optionally dropping rows whose spread is too large).
@@ -23,6 +27,14 @@ from snorkel_structured.labeling.manifold import (
     ManifoldPandasParallelApplier,
     manifold_labeling_function,
 )
+from snorkel_structured.labeling.rankings import (
+    RankingDaskApplier,
+    RankingLabelingFunction,
+    RankingLFAnalysis,
+    RankingPandasApplier,
+    RankingPandasParallelApplier,
+    ranking_labeling_function,
+)
 from snorkel_structured.labeling.utils import filter_unlabeled_manifold
 
 __all__ = [
@@ -31,9 +43,15 @@ __all__ = [
     "ManifoldLabelingFunction",
     "ManifoldPandasApplier",
     "ManifoldPandasParallelApplier",
+    "RankingDaskApplier",
+    "RankingLFAnalysis",
+    "RankingLabelingFunction",
+    "RankingPandasApplier",
+    "RankingPandasParallelApplier",
     "StructuredLFAnalysis",
     "StructuredLabelingFunction",
     "filter_unlabeled_manifold",
     "manifold_labeling_function",
+    "ranking_labeling_function",
     "structured_labeling_function",
 ]

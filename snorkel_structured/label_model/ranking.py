@@ -1,0 +1,624 @@
+"""RankingLabelModel: LF accuracies for rankings of any length, without enumerating S_n."""
+
+from __future__ import annotations
+
+import functools
+import zlib
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.special import expit
+from sklearn.base import BaseEstimator
+
+from snorkel_structured import _warnings
+from snorkel_structured._chunks import is_dask_collection, reduce_stats
+from snorkel_structured._persistence import (
+    PersistenceMixin,
+    check_state_array,
+    state_attr,
+    state_int,
+)
+from snorkel_structured._validation import (
+    check_is_fitted,
+    check_scalar,
+    check_seed,
+    warn_silent_lfs,
+)
+from snorkel_structured.exceptions import IdentifiabilityWarning
+from snorkel_structured.rankings._gibbs import gibbs_sweeps, pair_margins
+from snorkel_structured.rankings._votes import (
+    check_orderings,
+    check_pairwise,
+    check_votes,
+    kendall_tau_distance,
+    pair_index,
+    pairwise_votes,
+)
+from snorkel_structured.rankings.dependencies import clusters_of, detect_dependent_pairs
+from snorkel_structured.rankings.estimate import (
+    NOISE_MODELS,
+    RankingStats,
+    estimate_theta,
+    pair_signs,
+    triplet_theta,
+)
+from snorkel_structured.rankings.kemeny import kemeny_rank
+from snorkel_structured.rankings.mallows import THETA_MAX, theta_from_disagreements
+from snorkel_structured.spaces.rankings import Rankings
+
+__all__ = ["RankingLabelModel"]
+
+# Folds of the cross-validation that scores weights estimated from labeled rows.
+DEV_FOLDS = 5
+# A single LF as a candidate: its weight, with the others at this fraction of theirs
+# (they only order what the LF leaves unordered).
+SINGLE_LF_TIE_WEIGHT = 1e-3
+# Rows decoded at once (bounds the (rows, n, n) matrices handed to the decoder).
+_DECODE_ROWS = 2048
+
+
+def _list_lengths(V: np.ndarray) -> np.ndarray:
+    """(n_rows, n_lfs) number of items each vote lists (0 = abstain)."""
+    return (V >= 0).sum(axis=2)
+
+
+def _chunk_key(seed: int, block: np.ndarray) -> np.random.Generator:
+    """A generator for one chunk's sampling keys: distinct across chunks, repeatable."""
+    return np.random.default_rng([seed, zlib.crc32(np.ascontiguousarray(block).data)])
+
+
+def _is_chunked(data: Any) -> bool:
+    return is_dask_collection(data) or isinstance(data, Iterator)
+
+
+class RankingLabelModel(PersistenceMixin, BaseEstimator):
+    """Weak supervision for rankings of any number of items (the Mallows model).
+
+    Each LF votes an ordering of a row's items, a top-k list, or (in pairwise form)
+    any partial order; the model estimates each LF's dispersion ``theta_a`` without
+    labels and predicts the weighted Kemeny ranking, the MAP of the posterior
+    ``P(y | votes) ~ exp(-sum_a theta_a d_a(y))`` with ``d_a`` the number of pairs LF
+    a orders against y (see :mod:`snorkel_structured.rankings.estimate`). Nothing
+    enumerates the ``n_items!`` rankings, so lists of tens to hundreds of items work.
+
+    Parameters
+    ----------
+    space : Rankings
+        The label space (its ``n_items``).
+    noise : {"auto", "mallows", "pairwise"}, default="auto"
+        ``"mallows"``: each vote is a top-k Mallows draw (exact likelihood of list
+        votes); ``"pairwise"``: each pair a vote orders is flipped independently
+        (any partial order). ``"auto"``: ``"mallows"`` for list votes,
+        ``"pairwise"`` for votes given in pairwise form.
+    max_sample_rows : int, default=10000
+        Rows (a uniform random sample) the likelihood refinement runs on; the
+        triplet start reads every row.
+    max_iter : int, default=30
+        Monte Carlo EM iterations.
+    dependencies : "auto", None or list of (int, int), default="auto"
+        LFs that share a source agree with each other more than their accuracies
+        explain, and would be taken for accurate. ``"auto"``: pairs flagged by
+        :func:`~snorkel_structured.rankings.dependencies.detect_dependent_pairs`
+        (4 LFs or more; a warning names them); a list: pairs you declare; None:
+        every LF independent given the truth. The pairs join LFs into groups; a
+        group counts as one source (accuracies from triplets of LFs in three
+        different groups, each weight divided by the group's size).
+    decoder : {"auto", "exact_dp", "ilp", "heuristic"}, default="auto"
+        How :meth:`predict` finds the weighted Kemeny ranking
+        (:func:`~snorkel_structured.rankings.kemeny.kemeny_rank`): exact up to 12
+        items, insertion local search above.
+    seed : None, int or numpy.random.Generator, default=0
+
+    Attributes
+    ----------
+    n_lfs_ : int
+    theta_ : ndarray of shape (n_lfs,)
+        The weights :meth:`predict` uses (each LF's dispersion, or the dev-row
+        choice's weights).
+    theta_unsupervised_ : ndarray of shape (n_lfs,)
+        The estimate from unlabeled votes alone.
+    theta_triplet_ : ndarray of shape (n_lfs,)
+        The closed-form triplet start.
+    pair_error_rate_ : ndarray of shape (n_lfs,)
+        Estimated fraction of the pairs each LF orders that it orders wrongly
+        (from the triplets).
+    noise_ : str
+    dependencies_ : list of (int, int)
+        The pairs of LFs modeled as sharing a source.
+    lf_clusters_ : ndarray of int of shape (n_lfs,)
+        Group of each LF (connected components of ``dependencies_``).
+    n_iter_ : int
+    stats_ : RankingStats
+    choice_ : str
+        ``"label model"`` without dev rows; else the dev-row choice.
+    dev_scores_ : pandas.DataFrame or None
+        Each candidate's mean normalized Kendall distance on the dev rows (weights
+        estimated from the dev rows themselves are cross-validated) and its
+        standard error.
+
+    Examples
+    --------
+    >>> import numpy as np, snorkel_structured as ss
+    >>> from snorkel_structured.rankings.mallows import sample_mallows
+    >>> space = ss.Rankings(12)
+    >>> Y = space.random_point(2000, seed=0)
+    >>> V = np.stack([sample_mallows(Y, t, k=6, seed=a)
+    ...               for a, t in enumerate([0.2, 0.5, 1.0])], axis=1)
+    >>> lm = ss.RankingLabelModel(space, seed=0).fit(V)
+    >>> np.round(lm.theta_, 1).tolist()
+    [0.2, 0.5, 1.0]
+    """
+
+    def __init__(
+        self,
+        space: Rankings,
+        *,
+        noise: str = "auto",
+        max_sample_rows: int = 10000,
+        max_iter: int = 30,
+        dependencies: Any = "auto",
+        decoder: str = "auto",
+        seed: Any = 0,
+    ) -> None:
+        self.space = space
+        self.dependencies = dependencies
+        self.noise = noise
+        self.max_sample_rows = max_sample_rows
+        self.max_iter = max_iter
+        self.decoder = decoder
+        self.seed = seed
+
+    # -- input ---------------------------------------------------------------------------
+    def _check_params(self) -> None:
+        if not isinstance(self.space, Rankings):
+            raise ValueError(
+                f"space must be a Rankings space; got {type(self.space).__name__}. "
+                "For up to 8 items the enumerated Permutations space works with "
+                "StructuredLabelModel."
+            )
+        if self.noise not in ("auto", *NOISE_MODELS):
+            raise ValueError(
+                f"noise must be 'auto', 'mallows' or 'pairwise'; got {self.noise!r}."
+            )
+        check_scalar(self.max_sample_rows, "max_sample_rows", kind="int", low=1)
+        check_scalar(self.max_iter, "max_iter", kind="int", low=1)
+
+    def _pairwise(
+        self, V: Any, pairwise: bool, name: str
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """(S, k): the pairwise votes and each vote's list length (None if pairwise)."""
+        n = self.space.n_items
+        if pairwise:
+            return check_pairwise(V, n), None
+        try:
+            arr = check_votes(V, n)
+        except ValueError as err:
+            raise ValueError(
+                f"{name}: {err} Votes are (n_rows, n_lfs, n_items) orderings padded "
+                "with -1; pass pairwise=True for (n_rows, n_lfs, n_pairs) signed pairs."
+            ) from None
+        return pairwise_votes(arr), _list_lengths(arr)
+
+    def _chunk_stats(
+        self, block: Any, pairwise: bool, n_lfs: int | None
+    ) -> RankingStats:
+        S, k = self._pairwise(block, pairwise, "V")
+        if n_lfs is not None and S.shape[1] != n_lfs:
+            raise ValueError(
+                f"V has {S.shape[1]} LFs; the model was fitted with {n_lfs}."
+            )
+        seed = self.seed if isinstance(self.seed, (int, np.integer)) else 0
+        return RankingStats.from_votes(
+            S,
+            k,
+            self.space.n_items,
+            capacity=self.max_sample_rows,
+            seed=_chunk_key(int(seed), S),
+        )
+
+    def _collect(
+        self, V: Any, pairwise: bool, n_lfs: int | None = None
+    ) -> RankingStats:
+        to_stats = functools.partial(self._chunk_stats, pairwise=pairwise, n_lfs=n_lfs)
+        if _is_chunked(V):
+            return reduce_stats(V, to_stats)
+        return to_stats(V)
+
+    # -- fitting -------------------------------------------------------------------------
+    def fit(
+        self,
+        V: Any,
+        *,
+        V_dev: Any = None,
+        Y_dev: Any = None,
+        pairwise: bool = False,
+    ) -> RankingLabelModel:
+        """Estimate each LF's theta from the votes ``V``.
+
+        Parameters
+        ----------
+        V : array-like of int of shape (n_rows, n_lfs, n_items), iterator of such chunks, or Dask array
+            Each LF's ordering of the row's items, best first, padded with -1 (top-k
+            lists; all -1 = abstain). With ``pairwise=True``: (n_rows, n_lfs,
+            n_pairs) in {-1, 0, +1} over ``numpy.triu_indices(n_items, 1)`` pairs.
+        V_dev, Y_dev : array-like, optional
+            Votes of labeled rows (same form as ``V``) and their true orderings
+            (n_dev, n_items). The model then chooses, by its Kendall distance on
+            these rows, among: the unsupervised weights; weights estimated from the
+            labeled rows (cross-validated); equal weights (unweighted Kemeny); and
+            each single LF. See ``dev_scores_``.
+        pairwise : bool, default=False
+
+        Returns
+        -------
+        self : RankingLabelModel
+        """
+        self._check_params()
+        self._pairwise_input = bool(pairwise)
+        stats = self._collect(V, pairwise)
+        self._fit_stats(stats)
+        if (V_dev is None) != (Y_dev is None):
+            raise ValueError("pass both V_dev and Y_dev, or neither.")
+        if V_dev is not None:
+            self._choose_on_dev(V_dev, Y_dev)
+        return self
+
+    def partial_fit(
+        self, V_chunk: Any, *, pairwise: bool | None = None
+    ) -> RankingLabelModel:
+        """Add the votes of ``V_chunk`` to the statistics and re-estimate.
+
+        The statistics (pairwise agreement sums and a bounded random sample of rows)
+        add across chunks, so memory stays bounded however many rows stream through.
+        A dev-row choice made by ``fit`` is dropped (the unsupervised weights are
+        used).
+        """
+        self._check_params()
+        fitted = hasattr(self, "stats_")
+        if pairwise is None:
+            pairwise = getattr(self, "_pairwise_input", False)
+        if fitted and pairwise != self._pairwise_input:
+            raise ValueError("partial_fit got votes of another form than fit.")
+        self._pairwise_input = bool(pairwise)
+        stats = self._collect(V_chunk, pairwise, self.n_lfs_ if fitted else None)
+        return self._fit_stats(self.stats_ + stats if fitted else stats)
+
+    def _fit_stats(self, stats: RankingStats) -> RankingLabelModel:
+        m = stats.n_lfs
+        if stats.n_rows == 0:
+            raise ValueError("V has no rows.")
+        coverage = np.diag(stats.both)
+        if np.all(coverage == 0):
+            raise ValueError(
+                "no LF orders any pair in V (every vote abstains): there is nothing "
+                "to estimate."
+            )
+        warn_silent_lfs(coverage, n_samples=stats.n_rows, name="V", stacklevel=3)
+        noise = self.noise
+        if noise == "auto":
+            noise = "pairwise" if stats.k_counts is None else "mallows"
+        if noise == "mallows" and stats.k_counts is None:
+            raise ValueError(
+                "noise='mallows' needs votes given as lists (top-k orderings); votes "
+                "in pairwise form take noise='pairwise'."
+            )
+        self.noise_ = noise
+        self.n_lfs_ = m
+        self.stats_ = stats
+        self.dependencies_ = self._dependency_pairs(stats)
+        clusters = clusters_of(self.dependencies_, m)
+        size = np.bincount(clusters)[clusters]
+        self.lf_clusters_ = clusters
+        n_sources = int(clusters.max()) + 1
+        eps, theta0 = triplet_theta(stats, noise, clusters)
+        if n_sources < 3:
+            which = (
+                f"{m} LF{'s' if m > 1 else ''}"
+                if n_sources == m
+                else f"{m} LFs in {n_sources} groups that share a source"
+            )
+            _warnings.warn(
+                f"{which}: LF accuracies are not identifiable without labels from "
+                "fewer than 3 independent sources, so every source gets the same "
+                "weight (unweighted Kemeny, a group counted once). Add LFs, or pass "
+                "V_dev and Y_dev.",
+                IdentifiabilityWarning,
+                stacklevel=3,
+            )
+            theta0 = np.full(
+                m, np.nanmedian(theta0) if np.isfinite(theta0).any() else 1.0
+            )
+            theta, n_iter = theta0, 0
+        else:
+            theta, n_iter = estimate_theta(
+                stats,
+                noise,
+                theta_init=theta0,
+                scale=1.0 / size,
+                max_iter=self.max_iter,
+                seed=check_seed(self.seed),
+            )
+        theta[coverage == 0] = 0.0
+        self.pair_error_rate_ = eps
+        self.theta_triplet_ = theta0
+        theta = theta / size  # a cluster sharing a source counts as one source
+        self.theta_unsupervised_ = theta
+        self.theta_ = theta.copy()
+        self.n_iter_ = n_iter
+        self.choice_ = "label model"
+        self.dev_scores_ = None
+        return self
+
+    def _dependency_pairs(self, stats: RankingStats) -> list[tuple[int, int]]:
+        """The declared pairs, or those the test flags (``dependencies="auto"``)."""
+        m = stats.n_lfs
+        if self.dependencies is None:
+            return []
+        if isinstance(self.dependencies, str):
+            if self.dependencies != "auto":
+                raise ValueError(
+                    "dependencies must be 'auto', None or a list of LF index pairs; "
+                    f"got {self.dependencies!r}."
+                )
+            pairs = detect_dependent_pairs(stats) if m >= 4 else []
+            if pairs:
+                groups = clusters_of(pairs, m)
+                shown = [
+                    list(np.flatnonzero(groups == g))
+                    for g in np.unique(groups)
+                    if np.sum(groups == g) > 1
+                ]
+                _warnings.warn(
+                    f"LFs {shown} agree with each other far more often than their "
+                    "accuracies explain (they seem to share a source), so each group "
+                    "counts as one source: its LFs' weights are divided by its size. "
+                    "See dependencies_; pass dependencies=None to treat every LF as "
+                    "independent, or your own list of pairs.",
+                    IdentifiabilityWarning,
+                    stacklevel=4,
+                )
+            return pairs
+        pairs = []
+        for pair in self.dependencies:
+            try:
+                a, b = (int(x) for x in pair)
+            except (TypeError, ValueError):
+                raise ValueError(
+                    f"dependencies must hold pairs of LF indices; got {pair!r}."
+                ) from None
+            if not (0 <= a < m and 0 <= b < m) or a == b:
+                raise ValueError(
+                    f"dependency {pair!r} is not a pair of two different LFs in 0..{m - 1}."
+                )
+            pairs.append((min(a, b), max(a, b)))
+        return pairs
+
+    # -- dev rows ------------------------------------------------------------------------
+    def _dev_theta(
+        self, S: np.ndarray, k: np.ndarray | None, Y: np.ndarray
+    ) -> np.ndarray:
+        """Maximum-likelihood theta of each LF from labeled rows (closed form)."""
+        t = pair_signs(Y)
+        D = (np.abs(S).sum(axis=(0, 2)) - np.einsum("rap,rp->a", S, t)) / 2
+        if self.noise_ == "mallows":
+            n = self.space.n_items
+            counts = np.stack(
+                [np.bincount(k[:, a], minlength=n + 1) for a in range(S.shape[1])]
+            )
+            return np.asarray(theta_from_disagreements(D, n, counts))
+        ordered = np.abs(S).sum(axis=(0, 2))
+        eps = np.clip((D + 0.5) / (ordered + 1.0), 1e-6, 0.5)  # add-half smoothing
+        return np.minimum(np.log((1 - eps) / eps), THETA_MAX)
+
+    def _choose_on_dev(self, V_dev: Any, Y_dev: Any) -> None:
+        S, k = self._pairwise(V_dev, self._pairwise_input, "V_dev")
+        Y = check_orderings(Y_dev, self.space.n_items, name="Y_dev")
+        if S.shape[0] != Y.shape[0] or S.shape[1] != self.n_lfs_:
+            raise ValueError(
+                f"V_dev has shape {S.shape[:2]} (rows, LFs) and Y_dev {Y.shape[0]} rows; "
+                f"expected matching rows and {self.n_lfs_} LFs."
+            )
+        n_dev, m = Y.shape[0], self.n_lfs_
+        S = S.astype(np.float32)
+        theta_dev = self._dev_theta(S, k, Y)
+        scale = float(np.mean(theta_dev)) if np.mean(theta_dev) > 0 else 1.0
+        candidates: dict[str, np.ndarray] = {
+            "label model": self.theta_unsupervised_,
+            "equal weights": np.full(m, scale),
+        }
+        for a in range(m):
+            w = np.full(m, SINGLE_LF_TIE_WEIGHT * scale)
+            w[a] = scale
+            candidates[f"LF {a} first"] = w
+        errors = {
+            name: kendall_tau_distance(self._decode(S, w), Y)
+            for name, w in candidates.items()
+        }
+        # Weights from the labeled rows: scored on held-out folds only.
+        folds = check_seed(self.seed).permutation(n_dev) % min(DEV_FOLDS, n_dev)
+        cv = np.empty(n_dev)
+        for f in np.unique(folds):
+            held = folds == f
+            w = self._dev_theta(S[~held], None if k is None else k[~held], Y[~held])
+            cv[held] = kendall_tau_distance(self._decode(S[held], w), Y[held])
+        errors["dev weights"] = cv
+        candidates["dev weights"] = theta_dev
+        scores = pd.DataFrame(
+            {
+                "score": {c: float(e.mean()) for c, e in errors.items()},
+                "se": {
+                    c: float(e.std(ddof=1) / np.sqrt(n_dev)) if n_dev > 1 else np.nan
+                    for c, e in errors.items()
+                },
+            }
+        )
+        scores.index.name = "candidate"
+        best = str(scores["score"].idxmin())
+        self.dev_scores_ = scores
+        self.choice_ = best
+        self.theta_ = np.asarray(candidates[best], dtype=np.float64).copy()
+
+    # -- prediction ----------------------------------------------------------------------
+    def _decode(self, S: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """Weighted Kemeny orderings of pairwise votes S under ``weights``."""
+        n = self.space.n_items
+        i, j = pair_index(n)
+        out = np.empty((S.shape[0], n), dtype=np.int64)
+        for start in range(0, S.shape[0], _DECODE_ROWS):
+            block = S[start : start + _DECODE_ROWS]
+            g = np.einsum("rap,a->rp", block.astype(np.float64), weights)
+            C = np.zeros((block.shape[0], n, n))
+            C[:, i, j] = np.maximum(g, 0)
+            C[:, j, i] = np.maximum(-g, 0)
+            out[start : start + _DECODE_ROWS] = kemeny_rank(C, self.decoder)
+        return out
+
+    def _votes_for_predict(self, V: Any, pairwise: bool | None) -> np.ndarray:
+        check_is_fitted(self, "theta_")
+        if pairwise is None:
+            pairwise = self._pairwise_input
+        S, _ = self._pairwise(V, pairwise, "V")
+        if S.shape[1] != self.n_lfs_:
+            raise ValueError(
+                f"V has {S.shape[1]} LFs; the model was fitted with {self.n_lfs_}."
+            )
+        return S
+
+    def predict(self, V: Any, *, pairwise: bool | None = None) -> np.ndarray:
+        """The weighted Kemeny ranking of each row's votes (the posterior's MAP).
+
+        Returns
+        -------
+        orderings : ndarray of int64 of shape (n_rows, n_items)
+            Item ids, best first. Items no vote orders keep their id order.
+        """
+        return self._decode(self._votes_for_predict(V, pairwise), self.theta_)
+
+    def predict_proba(
+        self,
+        V: Any,
+        *,
+        pairwise: bool | None = None,
+        method: str = "independent",
+        n_sweeps: int = 200,
+    ) -> np.ndarray:
+        """P(item i before item j | votes) for every row and pair.
+
+        Parameters
+        ----------
+        V : array-like
+            Votes, as in :meth:`fit`.
+        method : {"independent", "gibbs"}, default="independent"
+            ``"independent"``: ``expit(sum_a theta_a s_a)`` per pair, the posterior
+            of each pair on its own (exact for 2 items, and for the pairwise noise
+            model when the truth is not required to be transitive). ``"gibbs"``: the
+            marginals of the posterior over full rankings, by ``n_sweeps`` sweeps of
+            adjacent-swap Gibbs sampling started at the MAP (Monte Carlo error about
+            ``0.5 / sqrt(n_sweeps)``; repeatable through ``seed``).
+        n_sweeps : int, default=200
+
+        Returns
+        -------
+        P : ndarray of float64 of shape (n_rows, n_pairs)
+            Over the pairs ``numpy.triu_indices(n_items, 1)``.
+        """
+        S = self._votes_for_predict(V, pairwise)
+        if method not in ("independent", "gibbs"):
+            raise ValueError(
+                f"method must be 'independent' or 'gibbs'; got {method!r}."
+            )
+        n_pairs = self.space.n_pairs
+        St = np.ascontiguousarray(S.transpose(0, 2, 1), dtype=np.float64)
+        g = pair_margins(St.reshape(-1, self.n_lfs_), self.theta_, n_pairs)
+        if method == "independent":
+            return expit(g)
+        check_scalar(n_sweeps, "n_sweeps", kind="int", low=1)
+        rng = check_seed(self.seed)
+        Y = self._decode(S, self.theta_)
+        gibbs_sweeps(g, Y, 10, rng)
+        total = np.zeros(g.shape)
+        for _ in range(n_sweeps):
+            gibbs_sweeps(g, Y, 1, rng)
+            total += pair_signs(Y) > 0
+        return total / n_sweeps
+
+    def score(
+        self, V: Any, Y: Any, *, pairwise: bool | None = None
+    ) -> dict[str, float]:
+        """Mean normalized Kendall distance and pairwise accuracy of :meth:`predict`.
+
+        Returns
+        -------
+        dict
+            ``"kendall_tau"``: mean fraction of discordant pairs (0 = every row
+            right); ``"pair_accuracy"``: 1 minus it.
+        """
+        Y = check_orderings(Y, self.space.n_items)
+        d = kendall_tau_distance(self.predict(V, pairwise=pairwise), Y)
+        return {"kendall_tau": float(d.mean()), "pair_accuracy": float(1 - d.mean())}
+
+    def get_weights(self) -> np.ndarray:
+        """Each LF's estimated pairwise accuracy: the fraction of the pairs it orders
+        that it orders as the truth does (from the triplets)."""
+        check_is_fitted(self, "theta_")
+        return 1.0 - self.pair_error_rate_
+
+    def loss_weights(self, V: Any, *, pairwise: bool | None = None) -> pd.DataFrame:
+        """Noise-aware loss weights for a pairwise end model (e.g. RankNet).
+
+        Each row's pair (i, j) is a binary task whose pseudolabel is the order of i
+        and j in :meth:`predict`'s ranking. If pseudolabels are right with
+        probability q (estimated as the mean posterior probability of the
+        pseudolabel over the pairs some LF orders), the noise matrix is
+        ``[[q, 1 - q], [1 - q, q]]``, and its inverse gives the weights of
+        Natarajan et al. (2013): ``weight_pseudolabel = q / (2q - 1)`` on the loss
+        of the pseudolabel's order and ``weight_flipped = -(1 - q) / (2q - 1)`` on
+        the loss of the opposite order; their weighted sum is unbiased for the loss
+        under the true order. Pairs no LF orders get both weights 0.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per (row, pair): ``row``, ``item_i``, ``item_j`` (i < j),
+            ``pseudolabel`` (+1: i before j, -1: j before i), ``p_before``
+            (posterior P(i before j), ``"independent"``), ``weight_pseudolabel``,
+            ``weight_flipped``.
+        """
+        S = self._votes_for_predict(V, pairwise)
+        P = self.predict_proba(S, pairwise=True)
+        z = pair_signs(self._decode(S, self.theta_)).astype(np.int8)
+        voted = np.any(S != 0, axis=1)
+        p_z = np.where(z > 0, P, 1 - P)
+        q = float(p_z[voted].mean()) if voted.any() else 0.5
+        if q <= 0.5 + 1e-6:
+            raise ValueError(
+                "the pseudolabels are no better than chance under the model "
+                f"(q = {q:.3f}); the noise matrix is not invertible. Check the LFs."
+            )
+        w_same, w_flip = q / (2 * q - 1), -(1 - q) / (2 * q - 1)
+        n_rows, n_pairs = P.shape
+        i, j = pair_index(self.space.n_items)
+        return pd.DataFrame(
+            {
+                "row": np.repeat(np.arange(n_rows), n_pairs),
+                "item_i": np.tile(i, n_rows),
+                "item_j": np.tile(j, n_rows),
+                "pseudolabel": z.ravel(),
+                "p_before": P.ravel(),
+                "weight_pseudolabel": np.where(voted, w_same, 0.0).ravel(),
+                "weight_flipped": np.where(voted, w_flip, 0.0).ravel(),
+            }
+        )
+
+    # -- persistence ---------------------------------------------------------------------
+    def _validate_state(self) -> None:
+        m = state_int(self, "n_lfs_", low=1)
+        for name in (
+            "theta_",
+            "theta_unsupervised_",
+            "theta_triplet_",
+            "pair_error_rate_",
+        ):
+            check_state_array(state_attr(self, name), name, (m,))

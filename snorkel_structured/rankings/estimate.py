@@ -1,0 +1,337 @@
+"""Each ranking LF's dispersion theta, from unlabeled votes, without enumerating S_n.
+
+Two noise models share the posterior ``P(y | votes) ~ exp(-sum_a theta_a d_a(y))``,
+``d_a`` the number of pairs LF a orders against y:
+
+- ``"mallows"``: LF a's vote is a top-k Mallows draw around y (votes given as lists,
+  see :mod:`~snorkel_structured.rankings.mallows`);
+- ``"pairwise"``: each pair LF a orders is flipped independently with probability
+  ``1 / (1 + exp(theta_a))`` (any partial order, votes given in pairwise form).
+
+Estimation, in two steps:
+
+1. **Triplets, closed form.** For two LFs that are independent given y, the mean of
+   ``s_a s_b`` over the pairs both order is ``mu_a mu_b``, with ``mu_a = 1 - 2 eps_a``
+   and ``eps_a`` LF a's rate of disagreement with y. So ``mu_a^2 = A_ab A_ac / A_bc``
+   for any other two LFs b, c (the median over them is taken). This is exact under
+   the pairwise model and a good start under Mallows, whose flips concentrate on
+   pairs that y puts close together.
+2. **Likelihood, by Monte Carlo EM.** On a random sample of rows, Gibbs chains
+   (adjacent swaps) draw y from the current posterior; the M-step matches each LF's
+   expected disagreements (the sufficient statistic of both models) to the model's.
+   The chains persist across iterations and the last iterations are averaged.
+
+:class:`RankingStats` holds what a pass over the rows yields: the pairwise agreement
+sums (for the triplets) and a bottom-k sample of rows by random key (for the EM).
+Both add across chunks, so ``partial_fit`` and Dask reduce by ``+``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from snorkel_structured._validation import check_seed
+from snorkel_structured.rankings._gibbs import gibbs_sweeps, pair_margins
+from snorkel_structured.rankings._votes import n_pairs
+from snorkel_structured.rankings.mallows import (
+    THETA_MAX,
+    ordered_pairs,
+    theta_from_disagreements,
+)
+
+__all__ = ["NOISE_MODELS", "RankingStats", "estimate_theta", "triplet_theta"]
+
+NOISE_MODELS = ("mallows", "pairwise")
+# Rows the agreement sums process at once (bounds the float32 copies of S).
+_CHUNK_ROWS = 4096
+
+
+def _theta_from_rate(
+    eps: np.ndarray, n_items: int, k_counts: np.ndarray | None
+) -> np.ndarray:
+    """theta of each LF whose disagreement rate over the pairs it orders is ``eps``."""
+    eps = np.clip(eps, 0.0, 0.5)
+    if k_counts is None:  # pairwise model: eps = 1 / (1 + exp(theta))
+        with np.errstate(divide="ignore"):
+            return np.minimum(np.log((1 - eps) / np.maximum(eps, 1e-300)), THETA_MAX)
+    pairs = k_counts @ ordered_pairs(n_items, np.arange(k_counts.shape[1]))
+    return theta_from_disagreements(eps * pairs, n_items, k_counts)
+
+
+@dataclass
+class RankingStats:
+    """Additive statistics of ranking votes.
+
+    Attributes
+    ----------
+    n_items, n_lfs : int
+    n_rows : int
+    agree : ndarray of shape (n_lfs, n_lfs)
+        Sum over (row, pair) instances of ``s_a s_b`` (both LFs order the pair).
+    both : ndarray of shape (n_lfs, n_lfs)
+        Number of instances both LFs order (diagonal: instances LF a orders).
+    k_counts : ndarray of shape (n_lfs, n_items + 1) or None
+        Rows on which each LF lists k items (None for pairwise votes).
+    sample_S : ndarray of int8 of shape (n_sample, n_lfs, n_pairs)
+        The rows with the smallest random keys (a uniform sample without
+        replacement, kept so across chunks).
+    sample_k : ndarray of int of shape (n_sample, n_lfs) or None
+    sample_keys : ndarray of shape (n_sample,)
+    capacity : int
+    """
+
+    n_items: int
+    n_lfs: int
+    n_rows: int
+    agree: np.ndarray
+    both: np.ndarray
+    k_counts: np.ndarray | None
+    sample_S: np.ndarray
+    sample_k: np.ndarray | None
+    sample_keys: np.ndarray
+    capacity: int = field(default=20000)
+
+    @classmethod
+    def from_votes(
+        cls,
+        S: np.ndarray,
+        k: np.ndarray | None,
+        n_items: int,
+        *,
+        capacity: int = 20000,
+        seed: Any = None,
+    ) -> RankingStats:
+        """Statistics of one chunk of pairwise votes ``S`` (n_rows, n_lfs, n_pairs).
+
+        ``k`` (n_rows, n_lfs) holds each vote's list length (None: pairwise votes).
+        """
+        rng = check_seed(seed)
+        n_rows, m, _ = S.shape
+        agree = np.zeros((m, m))
+        both = np.zeros((m, m))
+        for start in range(0, n_rows, _CHUNK_ROWS):
+            X = S[start : start + _CHUNK_ROWS].transpose(1, 0, 2).reshape(m, -1)
+            Xf = X.astype(np.float32)
+            agree += (Xf @ Xf.T).astype(np.float64)
+            Af = np.abs(Xf)
+            both += (Af @ Af.T).astype(np.float64)
+        k_counts = None
+        if k is not None:
+            k_counts = np.zeros((m, n_items + 1))
+            for a in range(m):
+                k_counts[a] = np.bincount(k[:, a], minlength=n_items + 1)
+        keys = rng.random(n_rows)
+        keep = np.argsort(keys)[:capacity]
+        return cls(
+            n_items=n_items,
+            n_lfs=m,
+            n_rows=n_rows,
+            agree=agree,
+            both=both,
+            k_counts=k_counts,
+            sample_S=S[keep].copy(),
+            sample_k=None if k is None else k[keep].copy(),
+            sample_keys=keys[keep],
+            capacity=capacity,
+        )
+
+    def __add__(self, other: RankingStats) -> RankingStats:
+        if (self.n_items, self.n_lfs) != (other.n_items, other.n_lfs):
+            raise ValueError(
+                f"cannot add statistics of {self.n_lfs} LFs over {self.n_items} items "
+                f"to statistics of {other.n_lfs} LFs over {other.n_items} items."
+            )
+        if (self.k_counts is None) != (other.k_counts is None):
+            raise ValueError("cannot add statistics of list votes to pairwise votes.")
+        keys = np.concatenate([self.sample_keys, other.sample_keys])
+        capacity = min(self.capacity, other.capacity)
+        keep = np.argsort(keys)[:capacity]
+        S = np.concatenate([self.sample_S, other.sample_S])[keep]
+        k = (
+            None
+            if self.sample_k is None
+            else np.concatenate([self.sample_k, other.sample_k])[keep]
+        )
+        return RankingStats(
+            n_items=self.n_items,
+            n_lfs=self.n_lfs,
+            n_rows=self.n_rows + other.n_rows,
+            agree=self.agree + other.agree,
+            both=self.both + other.both,
+            k_counts=None if self.k_counts is None else self.k_counts + other.k_counts,
+            sample_S=S,
+            sample_k=k,
+            sample_keys=keys[keep],
+            capacity=capacity,
+        )
+
+    @property
+    def agreement(self) -> np.ndarray:
+        """(n_lfs, n_lfs) mean of ``s_a s_b`` over the pairs both order (NaN: none)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.both > 0, self.agree / self.both, np.nan)
+
+
+def _third_order(S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``T[a, b, c]``: sum of ``s_a s_b`` over the instances LF c also orders, and
+    ``N[a, b, c]``: the number of instances all three order (from votes S)."""
+    m = S.shape[1]
+    T = np.zeros((m, m, m))
+    N = np.zeros((m, m, m))
+    for start in range(0, S.shape[0], _CHUNK_ROWS):
+        X = S[start : start + _CHUNK_ROWS].transpose(1, 0, 2).reshape(m, -1)
+        Xf = X.astype(np.float32)
+        Af = np.abs(Xf)
+        for c in range(m):
+            T[:, :, c] += (Xf * Af[c]) @ Xf.T
+            N[:, :, c] += (Af * Af[c]) @ Af.T
+    return T, N
+
+
+def triplet_theta(
+    stats: RankingStats, noise: str, clusters: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Closed-form triplet estimate of each LF's disagreement rate and theta.
+
+    For LFs a, b, c independent given the truth, ``mu_a^2 = A_ab A_ac / A_bc``. The
+    three agreements are taken over the same instances, those all three LFs order
+    (from the rows sampled in ``stats``): an LF's accuracy varies across pairs (a
+    top-k LF orders only pairs with one of its top items, which every LF finds
+    easier), so agreements over different sets of pairs would not cancel. The
+    median over the pairs (b, c) is taken. With ``clusters`` (a label per LF, see
+    :mod:`~snorkel_structured.rankings.dependencies`), only triplets of LFs from
+    three different clusters are used.
+
+    Returns
+    -------
+    eps : ndarray of shape (n_lfs,)
+        Estimated rate at which each LF orders a pair against the truth.
+    theta : ndarray of shape (n_lfs,)
+    """
+    m = stats.n_lfs
+    T, N = _third_order(stats.sample_S)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        A3 = np.where(
+            N > 0, T / N, np.nan
+        )  # A3[a, b, c]: agreement of a, b where c votes
+    cl = np.arange(m) if clusters is None else np.asarray(clusters)
+    mu2 = np.full(m, np.nan)
+    for a in range(m):
+        others = [b for b in range(m) if cl[b] != cl[a]]
+        vals = []
+        for x, b in enumerate(others):
+            for c in others[x + 1 :]:
+                if cl[b] == cl[c] or N[a, b, c] < 30:
+                    continue
+                num = A3[a, b, c] * A3[a, c, b]
+                den = A3[b, c, a]
+                if np.isfinite(num) and np.isfinite(den) and abs(den) > 1e-3:
+                    vals.append(num / den)
+        if vals:
+            mu2[a] = np.median(vals)
+    mu = np.sqrt(np.clip(mu2, 0.0, 1.0))
+    mu = np.where(
+        np.isfinite(mu), mu, np.nanmedian(mu) if np.isfinite(mu).any() else 0.5
+    )
+    eps = (1 - mu) / 2
+    k_counts = stats.k_counts if noise == "mallows" else None
+    return eps, _theta_from_rate(eps, stats.n_items, k_counts)
+
+
+def pair_signs(Y: np.ndarray) -> np.ndarray:
+    """(n_rows, n_pairs) +1 where ordering Y puts i before j, else -1 (float32)."""
+    n_items = Y.shape[1]
+    pos = np.empty_like(Y)
+    np.put_along_axis(pos, Y, np.arange(n_items)[None, :], axis=1)
+    i, j = np.triu_indices(n_items, 1)
+    return np.sign(pos[:, j] - pos[:, i]).astype(np.float32)
+
+
+def _disagreements(St: np.ndarray, ordered: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """(n_lfs,) total number of ordered pairs each LF puts against the orderings Y.
+
+    ``St`` is (n_rows * n_pairs, n_lfs). A pair LF a orders counts (|s| - s t) / 2,
+    1 when s = -t: with ``ordered`` the (n_lfs,) totals of |s|, (ordered - s . t) / 2.
+    """
+    agree = pair_signs(Y).reshape(-1) @ St
+    return (ordered - agree.astype(np.float64)) / 2
+
+
+def initial_orderings(g: np.ndarray, n_items: int) -> np.ndarray:
+    """Weighted Borda orderings (each item's summed margins) of pair margins g: chain starts."""
+    i, j = np.triu_indices(n_items, 1)
+    score = np.zeros((g.shape[0], n_items))
+    np.add.at(score.T, i, g.T)
+    np.add.at(score.T, j, -g.T)
+    return np.argsort(-score, axis=1, kind="stable")
+
+
+def estimate_theta(
+    stats: RankingStats,
+    noise: str,
+    *,
+    theta_init: np.ndarray | None = None,
+    scale: np.ndarray | None = None,
+    max_iter: int = 60,
+    burn_in: int = 10,
+    sweeps_per_iter: int = 2,
+    tol: float = 1e-3,
+    seed: Any = None,
+) -> tuple[np.ndarray, int]:
+    """Monte Carlo EM for theta on the rows sampled in ``stats``.
+
+    ``scale`` (n_lfs,) multiplies the weights in the posterior the chains sample
+    (``1 / cluster size`` counts a cluster of LFs sharing a source as one source).
+
+    Returns
+    -------
+    theta : ndarray of shape (n_lfs,)
+    n_iter : int
+    """
+    rng = check_seed(seed)
+    S = stats.sample_S
+    n_items = stats.n_items
+    theta = np.array(theta_init, dtype=np.float64)
+    if S.shape[0] == 0:
+        return theta, 0
+    if noise == "mallows":
+        k_counts = np.stack(
+            [
+                np.bincount(stats.sample_k[:, a], minlength=n_items + 1)
+                for a in range(stats.n_lfs)
+            ]
+        )
+    # (rows, pairs, LFs), so that margins and agreements are matrix-vector products.
+    St = np.ascontiguousarray(S.transpose(0, 2, 1), dtype=np.float32)
+    ordered = np.abs(St).sum(axis=(0, 1)).astype(np.float64)
+    St = St.reshape(-1, stats.n_lfs)
+    n_p = n_pairs(n_items)
+    scale = (
+        np.ones(stats.n_lfs) if scale is None else np.asarray(scale, dtype=np.float64)
+    )
+    Y = initial_orderings(pair_margins(St, theta * scale, n_p), n_items)
+    history = []
+    for it in range(max_iter):
+        g = pair_margins(St, theta * scale, n_p)
+        gibbs_sweeps(g, Y, burn_in if it == 0 else 0, rng)
+        D = np.zeros(stats.n_lfs)
+        for _ in range(sweeps_per_iter):
+            gibbs_sweeps(g, Y, 1, rng)
+            D += _disagreements(St, ordered, Y)
+        D /= sweeps_per_iter
+        if noise == "mallows":
+            new = theta_from_disagreements(D, n_items, k_counts)
+        else:
+            new = _theta_from_rate(D / np.maximum(ordered, 1), n_items, None)
+        history.append(new)
+        change = np.max(np.abs(new - theta) / np.maximum(theta, 1e-2))
+        theta = new
+        if it >= 5 and change < tol:
+            break
+    # Average the second half of the chain: the Monte Carlo noise of one iteration
+    # shrinks with the number of iterations averaged.
+    tail = np.array(history[len(history) // 2 :])
+    return tail.mean(axis=0), len(history)

@@ -1,0 +1,334 @@
+"""Mallows maths, the theta estimator and RankingLabelModel, against brute force."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import snorkel_structured as ss
+from snorkel_structured.exceptions import IdentifiabilityWarning
+from snorkel_structured.rankings import kendall_tau_distance, pairwise_votes
+from snorkel_structured.rankings.estimate import (
+    RankingStats,
+    triplet_theta,
+)
+from snorkel_structured.rankings.mallows import (
+    expected_disagreements,
+    log_normalizer,
+    ordered_pairs,
+    sample_mallows,
+    theta_from_disagreements,
+)
+
+
+def _brute_topk(n: int, k: int, theta: float) -> tuple[list, np.ndarray, np.ndarray]:
+    """Every top-k prefix, its number of disagreeing ordered pairs with the identity,
+    and its probability exp(-theta d) / Z (written from the definition)."""
+    prefixes, dists = [], []
+    for pre in itertools.permutations(range(n), k):
+        pos = np.full(n, k)
+        pos[list(pre)] = np.arange(k)
+        d = sum(1 for a in range(n) for b in range(a + 1, n) if pos[b] < pos[a])
+        prefixes.append(pre)
+        dists.append(d)
+    dists = np.array(dists, dtype=float)
+    w = np.exp(-theta * dists)
+    return prefixes, dists, w / w.sum()
+
+
+@pytest.mark.parametrize("n,k", [(5, 5), (5, 2), (6, 3), (4, 1)])
+def test_mallows_moments_match_brute_force(n, k):
+    theta = 0.7
+    _, dists, p = _brute_topk(n, k, theta)
+    assert expected_disagreements(theta, n, k) == pytest.approx(p @ dists, rel=1e-12)
+    assert log_normalizer(theta, n, k) == pytest.approx(
+        np.log(np.exp(-theta * dists).sum()), rel=1e-12
+    )
+    # The number of pairs a top-k vote orders.
+    assert ordered_pairs(n, k) == sum(
+        1 for a in range(n) for b in range(a + 1, n) if a < k or b < k
+    )
+
+
+def test_sample_mallows_follows_the_distribution():
+    n, k, theta, N = 4, 3, 0.8, 60000
+    prefixes, _, p = _brute_topk(n, k, theta)
+    center = np.tile(np.arange(n), (N, 1))
+    V = sample_mallows(center, theta, k=k, seed=0)
+    assert np.all(V[:, k:] == -1)
+    index = {pre: i for i, pre in enumerate(prefixes)}
+    freq = np.bincount([index[tuple(r[:k])] for r in V], minlength=len(p)) / N
+    assert np.max(np.abs(freq - p)) < 4 * np.sqrt(p.max() / N)
+    # A non-identity center: the same law, relabelled.
+    perm = np.array([2, 0, 3, 1])
+    V2 = sample_mallows(np.tile(perm, (N, 1)), theta, k=k, seed=1)
+    back = np.argsort(perm)[V2[:, :k]]  # item -> its position in the center
+    freq2 = np.bincount([index[tuple(r)] for r in back], minlength=len(p)) / N
+    assert np.max(np.abs(freq2 - p)) < 4 * np.sqrt(p.max() / N)
+
+
+def test_theta_from_disagreements_inverts_the_moment():
+    n = 9
+    counts = np.zeros((2, n + 1))
+    counts[0, [3, 9]] = [10, 5]
+    counts[1, 4] = 7
+    theta = np.array([0.35, 2.0])
+    D = np.einsum(
+        "ak,ak->a", counts, expected_disagreements(theta[:, None], n, np.arange(n + 1))
+    )
+    np.testing.assert_allclose(theta_from_disagreements(D, n, counts), theta, rtol=1e-8)
+    # Chance level or worse gives 0; no disagreement gives the cap.
+    assert theta_from_disagreements(1e9, n, counts[0]) == 0.0
+    assert theta_from_disagreements(0.0, n, counts[0]) == 50.0
+
+
+def test_triplets_exact_under_independent_pair_flips():
+    rng = np.random.default_rng(0)
+    n_rows, n, eps = 20000, 6, np.array([0.05, 0.15, 0.3, 0.4])
+    truth = ss.Rankings(n).random_point(n_rows, seed=1)
+    t = pairwise_votes(truth[:, None, :])[:, 0]
+    flips = rng.random((n_rows, eps.size, t.shape[1])) < eps[None, :, None]
+    S = np.where(flips, -t[:, None, :], t[:, None, :]).astype(np.int8)
+    S[rng.random(S.shape) < 0.3] = 0  # partial orders
+    stats = RankingStats.from_votes(S, None, n, seed=0)
+    est, theta = triplet_theta(stats, "pairwise")
+    np.testing.assert_allclose(est, eps, atol=0.01)
+    np.testing.assert_allclose(theta, np.log((1 - est) / est))
+
+
+def _mallows_votes(n_rows, n, thetas, k, seed):
+    Y = ss.Rankings(n).random_point(n_rows, seed=seed)
+    V = np.stack(
+        [
+            sample_mallows(Y, t, k=k, seed=np.random.default_rng([seed, a]))
+            for a, t in enumerate(thetas)
+        ],
+        axis=1,
+    )
+    return V, Y
+
+
+def test_label_model_recovers_mallows_theta():
+    thetas = np.array([0.1, 0.25, 0.5, 0.8])
+    V, Y = _mallows_votes(4000, 14, thetas, 7, seed=3)
+    lm = ss.RankingLabelModel(ss.Rankings(14), seed=0).fit(V)
+    assert lm.noise_ == "mallows"
+    np.testing.assert_allclose(lm.theta_, thetas, rtol=0.08)
+    # The refinement is closer to the truth than the triplet start.
+    assert (
+        np.abs(lm.theta_ / thetas - 1).max()
+        < np.abs(lm.theta_triplet_ / thetas - 1).max()
+    )
+    # Accuracy as with the true theta (weighted Kemeny), better than equal weights.
+    d_model = kendall_tau_distance(lm.predict(V[:500]), Y[:500]).mean()
+    oracle = ss.RankingLabelModel(ss.Rankings(14)).fit(V)
+    oracle.theta_ = thetas
+    d_true = kendall_tau_distance(oracle.predict(V[:500]), Y[:500]).mean()
+    oracle.theta_ = np.ones(4)
+    d_equal = kendall_tau_distance(oracle.predict(V[:500]), Y[:500]).mean()
+    assert d_model <= d_true + 0.005
+    assert d_model < d_equal - 0.01
+
+
+def _posterior_brute(S_row, theta, n):
+    perms = np.array(list(itertools.permutations(range(n))))
+    t = pairwise_votes(perms[:, None, :])[:, 0]  # (n!, pairs)
+    d = ((S_row[None, :, :] == -t[:, None, :]).sum(axis=2) * theta).sum(axis=1)
+    w = np.exp(-(d - d.min()))
+    w /= w.sum()
+    return perms, w, (w @ (t > 0))
+
+
+def test_pair_marginals_against_enumeration():
+    n, thetas = 4, np.array([0.4, 0.9, 1.5])
+    V, _ = _mallows_votes(300, n, thetas, 3, seed=5)
+    lm = ss.RankingLabelModel(ss.Rankings(n), seed=0).fit(V)
+    lm.theta_ = thetas
+    S = pairwise_votes(V[:3])
+    P = lm.predict_proba(V[:3], method="gibbs", n_sweeps=6000)
+    for r in range(3):
+        perms, w, marg = _posterior_brute(S[r], thetas, n)
+        np.testing.assert_allclose(P[r], marg, atol=0.03)
+        # predict is the posterior's MAP.
+        assert np.array_equal(lm.predict(V[r : r + 1])[0], perms[np.argmax(w)])
+    # With 2 items the per-pair posterior is the exact one.
+    V2, _ = _mallows_votes(200, 2, thetas, 2, seed=6)
+    lm2 = ss.RankingLabelModel(ss.Rankings(2)).fit(V2)
+    lm2.theta_ = thetas
+    S2 = pairwise_votes(V2[:4])
+    for r in range(4):
+        _, _, marg = _posterior_brute(S2[r], thetas, 2)
+        np.testing.assert_allclose(lm2.predict_proba(V2[r : r + 1])[0], marg, rtol=1e-9)
+
+
+def test_partial_fit_and_chunks_add_up():
+    V, _ = _mallows_votes(3000, 10, [0.2, 0.5, 0.9], 5, seed=7)
+    whole = ss.RankingLabelModel(ss.Rankings(10), seed=0).fit(V)
+    chunked = ss.RankingLabelModel(ss.Rankings(10), seed=0).fit(
+        iter([V[:1000], V[1000:]])
+    )
+    streamed = ss.RankingLabelModel(ss.Rankings(10), seed=0)
+    for part in (V[:1000], V[1000:2000], V[2000:]):
+        streamed.partial_fit(part)
+    for model in (chunked, streamed):
+        np.testing.assert_array_equal(model.stats_.agree, whole.stats_.agree)
+        np.testing.assert_array_equal(model.stats_.both, whole.stats_.both)
+        np.testing.assert_array_equal(model.stats_.k_counts, whole.stats_.k_counts)
+        assert model.stats_.n_rows == 3000
+        np.testing.assert_allclose(model.theta_, whole.theta_, rtol=0.1)
+    # The sample is bounded.
+    small = ss.RankingLabelModel(ss.Rankings(10), max_sample_rows=500).fit(
+        iter([V[:1000], V[1000:]])
+    )
+    assert small.stats_.sample_S.shape[0] == 500
+
+
+def test_dev_rows_choose_a_dominant_lf():
+    V, Y = _mallows_votes(1200, 10, [0.05, 0.08, 0.1], 10, seed=8)
+    # LF 3 is the truth itself on every row: the best single LF.
+    V = np.concatenate([V, Y[:, None, :]], axis=1)
+    lm = ss.RankingLabelModel(ss.Rankings(10), seed=0).fit(
+        V[:1000], V_dev=V[1000:1100], Y_dev=Y[1000:1100]
+    )
+    assert lm.dev_scores_.loc["LF 3 first", "score"] == 0.0
+    assert lm.dev_scores_["score"].min() == 0.0
+    assert lm.score(V[1100:], Y[1100:])["kendall_tau"] == 0.0
+
+
+def test_loss_weights_are_unbiased():
+    V, _ = _mallows_votes(500, 8, [0.3, 0.6, 1.0], 4, seed=9)
+    lm = ss.RankingLabelModel(ss.Rankings(8), seed=0).fit(V)
+    W = lm.loss_weights(V[:20])
+    assert len(W) == 20 * 28
+    voted = W["weight_pseudolabel"] != 0
+    a, b = (
+        W.loc[voted, "weight_pseudolabel"].iloc[0],
+        W.loc[voted, "weight_flipped"].iloc[0],
+    )
+    q = (a + 0.0) / (a - b)  # a = q / (2q - 1), b = -(1 - q) / (2q - 1)
+    # Expected corrected loss under the true order: 1 on the true order's loss, 0 on the other.
+    assert q * a + (1 - q) * b == pytest.approx(1.0)
+    assert (1 - q) * a + q * b == pytest.approx(0.0)
+    ordering = lm.predict(V[:1])[0]
+    row0 = W[W["row"] == 0]
+    pos = np.argsort(ordering)
+    np.testing.assert_array_equal(
+        row0["pseudolabel"].to_numpy(),
+        np.sign(pos[row0["item_j"]] - pos[row0["item_i"]]),
+    )
+
+
+def test_save_load_round_trip(tmp_path):
+    V, _ = _mallows_votes(400, 9, [0.3, 0.6, 1.0], 9, seed=10)
+    lm = ss.RankingLabelModel(ss.Rankings(9), seed=0).fit(V)
+    lm.save(tmp_path / "m.npz")
+    back = ss.RankingLabelModel(ss.Rankings(9)).load(tmp_path / "m.npz")
+    np.testing.assert_array_equal(back.theta_, lm.theta_)
+    np.testing.assert_array_equal(back.predict(V[:50]), lm.predict(V[:50]))
+    with pytest.raises(ValueError):
+        ss.RankingLabelModel(ss.Rankings(8)).load(tmp_path / "m.npz")
+
+
+def test_rankings_space_distance_is_kendall():
+    space = ss.Rankings(5)
+    a, b = space.random_point(30, seed=0), space.random_point(30, seed=1)
+    brute = [
+        sum(
+            1
+            for x in range(5)
+            for y in range(x + 1, 5)
+            if (list(p).index(x) - list(p).index(y))
+            * (list(q).index(x) - list(q).index(y))
+            < 0
+        )
+        for p, q in zip(a, b, strict=True)
+    ]
+    np.testing.assert_array_equal(space.dist(a, b), brute)
+    assert space.belongs(a).all() and not space.belongs([[0, 0, 1, 2, 3]]).any()
+    with pytest.raises(TypeError, match="never enumerated"):
+        len(space)
+
+
+def test_errors_and_warnings():
+    V, _ = _mallows_votes(300, 6, [0.3, 0.6], 6, seed=11)
+    with pytest.warns(IdentifiabilityWarning, match="not identifiable"):
+        ss.RankingLabelModel(ss.Rankings(6)).fit(V)
+    with pytest.raises(ValueError, match="Rankings space"):
+        ss.RankingLabelModel(ss.Permutations(4)).fit(V)
+    with pytest.raises(ValueError, match="slots per list"):
+        ss.RankingLabelModel(ss.Rankings(7)).fit(V)
+    with pytest.raises(ValueError, match="twice"):
+        bad = V.copy()
+        bad[0, 0, 1] = bad[0, 0, 0]
+        ss.RankingLabelModel(ss.Rankings(6)).fit(bad)
+    S = pairwise_votes(V)
+    with pytest.raises(ValueError, match="pairwise"):
+        ss.RankingLabelModel(ss.Rankings(6), noise="mallows").fit(S, pairwise=True)
+    with pytest.raises(ValueError, match="every vote abstains"):
+        ss.RankingLabelModel(ss.Rankings(6)).fit(np.full((5, 3, 6), -1))
+    V3, _ = _mallows_votes(300, 6, [0.3, 0.6, 0.9], 6, seed=12)
+    V3[:, 2] = -1
+    with pytest.warns(IdentifiabilityWarning, match="never voted"):
+        lm = ss.RankingLabelModel(ss.Rankings(6)).fit(V3)
+    assert lm.theta_[2] == 0.0 and np.all(np.isfinite(lm.theta_))
+
+
+def _copies(V, source, n_copies, flip, seed):
+    """LFs that share a source: ``V[:, source]`` with a few adjacent swaps each."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n_copies):
+        c = V[:, source].copy()
+        rows = np.flatnonzero(rng.random(c.shape[0]) < flip)
+        t = rng.integers(0, 4, rows.size)
+        c[rows, t], c[rows, t + 1] = c[rows, t + 1], c[rows, t].copy()
+        out.append(c)
+    return np.stack(out, axis=1)
+
+
+def test_dependency_test_false_alarms_and_power():
+    from snorkel_structured.rankings.dependencies import detect_dependent_pairs
+
+    alarms = 0
+    for seed in range(6):
+        m = 4 + seed
+        thetas = np.linspace(0.15, 0.8, m)
+        V, _ = _mallows_votes(3000, 10, thetas, 10, seed=100 + seed)
+        lm = ss.RankingLabelModel(ss.Rankings(10), dependencies=None).fit(V)
+        alarms += len(detect_dependent_pairs(lm.stats_)) > 0
+    assert alarms == 0
+    # A weak LF copied twice (with small changes) is flagged, and only that cluster.
+    V, Y = _mallows_votes(3000, 10, [0.6, 0.8, 1.0, 0.1], 10, seed=120)
+    V = np.concatenate([V, _copies(V, 3, 2, 0.3, seed=1)], axis=1)
+    with pytest.warns(IdentifiabilityWarning, match="share a source"):
+        lm = ss.RankingLabelModel(ss.Rankings(10), seed=0).fit(V)
+    assert sorted(lm.dependencies_) == [(3, 4), (3, 5), (4, 5)]
+    assert lm.lf_clusters_[3] == lm.lf_clusters_[4] == lm.lf_clusters_[5]
+    assert len(set(lm.lf_clusters_[:3])) == 3
+    # Counted as one source, the weak cluster no longer outvotes the good LFs.
+    naive = ss.RankingLabelModel(ss.Rankings(10), seed=0, dependencies=None).fit(V)
+    d_auto = kendall_tau_distance(lm.predict(V), Y).mean()
+    d_naive = kendall_tau_distance(naive.predict(V), Y).mean()
+    assert d_auto < d_naive - 0.005
+    # The cluster members' accuracies come from triplets with independent LFs.
+    assert lm.theta_unsupervised_[3:].sum() == pytest.approx(
+        lm.theta_unsupervised_[3:].mean() * 3
+    )
+    assert lm.theta_unsupervised_[3:].sum() < lm.theta_unsupervised_[0]
+
+
+def test_declared_dependencies_and_too_few_sources():
+    V, _ = _mallows_votes(1000, 8, [0.3, 0.5, 0.7, 0.9], 8, seed=130)
+    lm = ss.RankingLabelModel(ss.Rankings(8), dependencies=[(2, 0)]).fit(V)
+    assert lm.dependencies_ == [(0, 2)]
+    assert lm.lf_clusters_[0] == lm.lf_clusters_[2]
+    with pytest.raises(ValueError, match="two different LFs"):
+        ss.RankingLabelModel(ss.Rankings(8), dependencies=[(0, 7)]).fit(V)
+    with pytest.raises(ValueError, match="'auto', None"):
+        ss.RankingLabelModel(ss.Rankings(8), dependencies="yes").fit(V)
+    # Every LF in one of two groups: no triplet of independent sources.
+    with pytest.warns(IdentifiabilityWarning, match="fewer than 3 independent"):
+        lm = ss.RankingLabelModel(ss.Rankings(8), dependencies=[(0, 1), (2, 3)]).fit(V)
+    np.testing.assert_allclose(lm.theta_, lm.theta_[0])
