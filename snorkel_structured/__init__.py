@@ -54,6 +54,12 @@ _LAZY = {
     "ManifoldPandasParallelApplier": "snorkel_structured.labeling.manifold",
     "manifold_labeling_function": "snorkel_structured.labeling.manifold",
     "filter_unlabeled_manifold": "snorkel_structured.labeling.utils",
+    "RankingDaskApplier": "snorkel_structured.labeling.rankings",
+    "RankingLFAnalysis": "snorkel_structured.labeling.rankings",
+    "RankingLabelingFunction": "snorkel_structured.labeling.rankings",
+    "RankingPandasApplier": "snorkel_structured.labeling.rankings",
+    "RankingPandasParallelApplier": "snorkel_structured.labeling.rankings",
+    "ranking_labeling_function": "snorkel_structured.labeling.rankings",
     "StructuredLabelingFunction": "snorkel_structured.labeling.finite",
     "structured_labeling_function": "snorkel_structured.labeling.finite",
     "StructuredLFAnalysis": "snorkel_structured.labeling.analysis",
@@ -98,6 +104,12 @@ __all__ = [
     "ManifoldPandasParallelApplier",
     "manifold_labeling_function",
     "filter_unlabeled_manifold",
+    "RankingDaskApplier",
+    "RankingLFAnalysis",
+    "RankingLabelingFunction",
+    "RankingPandasApplier",
+    "RankingPandasParallelApplier",
+    "ranking_labeling_function",
     "StructuredLabelingFunction",
     "structured_labeling_function",
     "StructuredLFAnalysis",
@@ -173,6 +185,14 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
         ManifoldPandasApplier,
         ManifoldPandasParallelApplier,
         manifold_labeling_function,
+    )
+    from snorkel_structured.labeling.rankings import (
+        RankingDaskApplier,
+        RankingLabelingFunction,
+        RankingLFAnalysis,
+        RankingPandasApplier,
+        RankingPandasParallelApplier,
+        ranking_labeling_function,
     )
     from snorkel_structured.labeling.utils import filter_unlabeled_manifold
     from snorkel_structured.noise.finite import FiniteNoiseModel

@@ -34,7 +34,7 @@ from snorkel_structured.rankings._votes import (
     check_votes,
     kendall_tau_distance,
     pair_index,
-    pairwise_votes,
+    signed_pairs,
 )
 from snorkel_structured.rankings.dependencies import clusters_of, detect_dependent_pairs
 from snorkel_structured.rankings.estimate import (
@@ -55,6 +55,12 @@ DEV_FOLDS = 5
 # A single LF as a candidate: its weight, with the others at this fraction of theirs
 # (they only order what the LF leaves unordered).
 SINGLE_LF_TIE_WEIGHT = 1e-3
+# The likelihood refinement's row sample holds at most this many (row, pair)
+# instances (10,000 rows of 20 items; 1,600 of 50), and at least MIN_SAMPLE_ROWS rows.
+SAMPLE_PAIRS = 2_000_000
+MIN_SAMPLE_ROWS = 1000
+# Pairwise vote cells (int8) built at once from an in-memory vote array.
+_STATS_CELLS = 50_000_000
 # Rows decoded at once (bounds the (rows, n, n) matrices handed to the decoder).
 _DECODE_ROWS = 2048
 
@@ -93,8 +99,9 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
         (any partial order). ``"auto"``: ``"mallows"`` for list votes,
         ``"pairwise"`` for votes given in pairwise form.
     max_sample_rows : int, default=10000
-        Rows (a uniform random sample) the likelihood refinement runs on; the
-        triplet start reads every row.
+        Rows (a uniform random sample) the likelihood refinement and the triplets
+        run on, and at most ``SAMPLE_PAIRS`` (2e6) item pairs in all (but at least
+        1,000 rows); the dependency test reads every row.
     max_iter : int, default=30
         Monte Carlo EM iterations.
     dependencies : "auto", None or list of (int, int), default="auto"
@@ -199,7 +206,7 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
                 f"{name}: {err} Votes are (n_rows, n_lfs, n_items) orderings padded "
                 "with -1; pass pairwise=True for (n_rows, n_lfs, n_pairs) signed pairs."
             ) from None
-        return pairwise_votes(arr), _list_lengths(arr)
+        return signed_pairs(arr), _list_lengths(arr)
 
     def _chunk_stats(
         self, block: Any, pairwise: bool, n_lfs: int | None
@@ -210,11 +217,15 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
                 f"V has {S.shape[1]} LFs; the model was fitted with {n_lfs}."
             )
         seed = self.seed if isinstance(self.seed, (int, np.integer)) else 0
+        capacity = min(
+            self.max_sample_rows,
+            max(MIN_SAMPLE_ROWS, SAMPLE_PAIRS // self.space.n_pairs),
+        )
         return RankingStats.from_votes(
             S,
             k,
             self.space.n_items,
-            capacity=self.max_sample_rows,
+            capacity=capacity,
             seed=_chunk_key(int(seed), S),
         )
 
@@ -224,7 +235,18 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
         to_stats = functools.partial(self._chunk_stats, pairwise=pairwise, n_lfs=n_lfs)
         if _is_chunked(V):
             return reduce_stats(V, to_stats)
-        return to_stats(V)
+        V = np.asarray(V)
+        # Blocks of rows bound the pairwise copies (n_rows x n_lfs x n_pairs bytes).
+        block = max(
+            1,
+            _STATS_CELLS
+            // max(np.prod(V.shape[1:]) * (1 if pairwise else self.space.n_items), 1),
+        )
+        if V.ndim != 3 or V.shape[0] <= block:
+            return to_stats(V)
+        return reduce_stats(
+            (V[i : i + block] for i in range(0, V.shape[0], block)), to_stats
+        )
 
     # -- fitting -------------------------------------------------------------------------
     def fit(

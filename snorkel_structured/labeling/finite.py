@@ -18,6 +18,7 @@ from snorkel_structured._validation import ABSTAIN
 from snorkel_structured.labeling._common import (
     SpaceLFDecorator,
     describe_row,
+    fill_doc,
     short_repr,
 )
 
@@ -37,6 +38,7 @@ def _check_finite_space(space: Any) -> None:
         )
 
 
+@fill_doc()
 class StructuredLabelingFunction(LabelingFunction):
     """A Snorkel ``LabelingFunction`` whose function returns an item of a finite space.
 
@@ -47,16 +49,12 @@ class StructuredLabelingFunction(LabelingFunction):
 
     Parameters
     ----------
-    name : str
-        Name of the LF (unique within an applier).
+    %(lf_name)s
     f : callable
         ``f(x, **resources)`` returning an item of ``space`` or ``None``.
     space : FiniteMetricSpace
         The label space (``Permutations``, ``GraphSpace``, ``Discrete``, ...).
-    resources : mapping, optional
-        Keyword arguments passed to ``f``.
-    pre : list of snorkel preprocessors, optional
-        Run on each data point before ``f``.
+    %(lf_resources_pre)s
 
     Attributes
     ----------
@@ -118,6 +116,7 @@ class StructuredLabelingFunction(LabelingFunction):
         )
 
 
+@fill_doc(lf="StructuredLabelingFunction", decorator="structured_labeling_function")
 class structured_labeling_function(SpaceLFDecorator):
     """Decorator turning a function that returns label-space items into a Snorkel LF.
 
@@ -129,22 +128,9 @@ class structured_labeling_function(SpaceLFDecorator):
     ----------
     space : FiniteMetricSpace
         The label space whose items the function returns.
-    name : str, optional
-        Name of the LF; defaults to the function's name.
-    resources : mapping, optional
-        Keyword arguments passed to the function on every call.
-    pre : list of snorkel preprocessors, optional
-        Run on each data point before the function.
+    %(decorator_options)s
 
-    Returns
-    -------
-    decorator : callable
-        Applied to a function, returns a :class:`StructuredLabelingFunction`.
-
-    Raises
-    ------
-    ValueError
-        When used without parentheses (``@structured_labeling_function``).
+    %(decorator_returns)s
 
     See Also
     --------

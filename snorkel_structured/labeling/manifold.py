@@ -15,22 +15,21 @@ classes that follow the same call pattern (preprocessors, resources, fault toler
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from snorkel.labeling.apply.core import ApplierMetadata
-from snorkel.utils.data_operators import check_unique_names
-from tqdm import tqdm
 
 from snorkel_structured._validation import check_scalar
-from snorkel_structured.labeling._common import (
-    SpaceLFDecorator,
-    describe_row,
-    short_repr,
+from snorkel_structured.labeling._appliers import (
+    ArrayLabelingFunction,
+    ArrayLFApplier,
+    pandas_to_dask,
+    with_meta,
 )
+from snorkel_structured.labeling._common import SpaceLFDecorator, fill_doc
 
 __all__ = [
     "ApplierMetadata",
@@ -40,10 +39,6 @@ __all__ = [
     "ManifoldPandasParallelApplier",
     "manifold_labeling_function",
 ]
-
-
-# Modules of Snorkel's LF appliers (snorkel.labeling.apply.core, .pandas, .dask, ...).
-_SNORKEL_APPLIERS = "snorkel.labeling.apply"
 
 
 def _check_manifold_space(space: Any) -> int:
@@ -59,7 +54,8 @@ def _check_manifold_space(space: Any) -> int:
     return int(space.ambient_dim)
 
 
-class ManifoldLabelingFunction:
+@fill_doc()
+class ManifoldLabelingFunction(ArrayLabelingFunction):
     """A labeling function that votes a point of a manifold (or abstains with ``None``).
 
     Calling it runs the preprocessors, then ``f``, then checks the output: it must have
@@ -69,17 +65,13 @@ class ManifoldLabelingFunction:
 
     Parameters
     ----------
-    name : str
-        Name of the LF (unique within an applier).
+    %(lf_name)s
     f : callable
         ``f(x, **resources)`` returning an array-like of shape ``(ambient_dim,)``, a
         float (only when ``ambient_dim == 1``), or ``None`` to abstain.
     space : manifold
         The label space, e.g. ``Sphere(2)``.
-    resources : mapping, optional
-        Keyword arguments passed to ``f``.
-    pre : list of snorkel preprocessors, optional
-        Run on each data point before ``f``.
+    %(lf_resources_pre)s
     atol : float, default=1e-4
         Largest accepted distance (in ambient coordinates, relative to
         ``max(1, |point|)``) between the output and its projection onto the manifold.
@@ -102,6 +94,12 @@ class ManifoldLabelingFunction:
     ManifoldPandasApplier, ManifoldDaskApplier : apply a list of them to a DataFrame.
     """
 
+    _apply_with = (
+        "manifold LFs with ss.ManifoldPandasApplier(lfs).apply(df) (or "
+        "ManifoldDaskApplier), which returns an (n_samples, n_lfs, ambient_dim) array "
+        "for ManifoldLabelModel"
+    )
+
     def __init__(
         self,
         name: str,
@@ -113,69 +111,29 @@ class ManifoldLabelingFunction:
         atol: float = 1e-4,
     ) -> None:
         self._ambient_dim = _check_manifold_space(space)
-        self._name = name
+        super().__init__(name, f, resources, pre)
         self.space = space
         self.atol = check_scalar(atol, "atol", low=0.0)
-        self._f = f
-        self._resources = dict(resources or {})
-        self._pre = list(pre or [])
 
-    @property
-    def name(self) -> str:
-        """Name of the LF.
+    def _votes(self) -> str:
+        return f"points of {self.space!r}"
 
-        Raises
-        ------
-        TypeError
-            When read by Snorkel's LF appliers (``PandasLFApplier``, ``LFApplier``,
-            ``DaskLFApplier``, ...), which collect integer votes and would fail later
-            inside Snorkel with numpy's "truth value of an array is ambiguous".
-        """
-        # Snorkel's BaseLFApplier.__init__ reads every LF's name first: refusing here
-        # names the problem at construction, before a fault-tolerant apply could
-        # swallow the failures as faults (one frame lookup, no traceback walk).
-        caller = sys._getframe(1).f_globals.get("__name__", "")
-        if caller.startswith(_SNORKEL_APPLIERS):
-            raise TypeError(
-                f"Labeling function {self._name!r} votes points of {self.space!r}, but "
-                "Snorkel's LF appliers (PandasLFApplier, LFApplier, DaskLFApplier, ...) "
-                "only handle integer votes. Apply manifold LFs with "
-                "ss.ManifoldPandasApplier(lfs).apply(df) (or ManifoldDaskApplier), "
-                "which returns an (n_samples, n_lfs, ambient_dim) array for "
-                "ManifoldLabelModel."
-            )
-        return self._name
-
-    @name.setter
-    def name(self, value: str) -> None:
-        self._name = value
-
-    def _preprocess_data_point(self, x: Any) -> Any:
-        for preprocessor in self._pre:
-            x = preprocessor(x)
-            if x is None:
-                raise ValueError(
-                    f"Preprocessor {preprocessor!r} of labeling function {self.name!r} "
-                    "returned None; preprocessors must return the data point."
-                )
-        return x
+    def _repr_detail(self) -> str:
+        return f"Space: {self.space!r}"
 
     def _error(self, x: Any, value: Any, problem: str) -> ValueError:
-        return ValueError(
-            f"Labeling function {self.name!r} returned {short_repr(value)} for "
-            f"{describe_row(x)}: {problem}. Return a point of {self.space!r} (an "
-            f"array of {self._ambient_dim} coordinates) or None to abstain."
+        return self._output_error(
+            x,
+            value,
+            problem,
+            f"Return a point of {self.space!r} (an array of {self._ambient_dim} "
+            "coordinates) or None to abstain.",
         )
 
-    def __call__(self, x: Any) -> np.ndarray | None:
-        """Label data point ``x``.
-
-        Returns
-        -------
-        point : ndarray of shape (ambient_dim,) or None
-            The (projected) point, or ``None`` when the LF abstains.
-        """
-        value = self._f(self._preprocess_data_point(x), **self._resources)
+    def _vote(self, x: Any, width: int | None = None) -> np.ndarray | None:
+        """Run the LF on ``x`` and check its point (``width``, the applier's
+        ambient_dim, is already fixed by the space)."""
+        value = self._run(x)
         if value is None:
             return None
         try:
@@ -206,13 +164,18 @@ class ManifoldLabelingFunction:
             )
         return projected
 
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__} {self.name}, Space: {self.space!r}, "
-            f"Preprocessors: {self._pre}"
-        )
+    def __call__(self, x: Any) -> np.ndarray | None:
+        """Label data point ``x``.
+
+        Returns
+        -------
+        point : ndarray of shape (ambient_dim,) or None
+            The (projected) point, or ``None`` when the LF abstains.
+        """
+        return self._vote(x)
 
 
+@fill_doc(lf="ManifoldLabelingFunction", decorator="manifold_labeling_function")
 class manifold_labeling_function(SpaceLFDecorator):
     """Decorator turning a function that returns points into a manifold LF.
 
@@ -222,25 +185,12 @@ class manifold_labeling_function(SpaceLFDecorator):
     ----------
     space : manifold
         The label space, e.g. ``Sphere(2)`` or ``Euclidean(1)``.
-    name : str, optional
-        Name of the LF; defaults to the function's name.
-    resources : mapping, optional
-        Keyword arguments passed to the function on every call.
-    pre : list of snorkel preprocessors, optional
-        Run on each data point before the function.
+    %(decorator_options)s
     atol : float, default=1e-4
         Tolerance for projecting nearly-on-manifold outputs (see
         :class:`ManifoldLabelingFunction`).
 
-    Returns
-    -------
-    decorator : callable
-        Applied to a function, returns a :class:`ManifoldLabelingFunction`.
-
-    Raises
-    ------
-    ValueError
-        When used without parentheses (``@manifold_labeling_function``).
+    %(decorator_returns)s
 
     See Also
     --------
@@ -280,48 +230,17 @@ class manifold_labeling_function(SpaceLFDecorator):
         return ManifoldLabelingFunction(atol=self.atol, **kwargs)
 
 
-def _apply_to_frame(
-    df: pd.DataFrame,
-    lfs: Sequence[ManifoldLabelingFunction],
-    ambient_dim: int,
-    fault_tolerant: bool,
-    progress_bar: bool = False,
-) -> tuple[np.ndarray, dict[str, int]]:
-    """Run ``lfs`` over a pandas frame: (n, m, ambient_dim) points and fault counts."""
-    out = np.full((len(df), len(lfs), ambient_dim), np.nan)
-    faults: dict[str, int] = {}
-    rows = tqdm(df.iterrows(), total=len(df), disable=not progress_bar)
-    for i, (_, x) in enumerate(rows):
-        for j, lf in enumerate(lfs):
-            if fault_tolerant:
-                try:
-                    point = lf(x)
-                except Exception:  # noqa: BLE001 - Snorkel's fault-tolerance semantics
-                    faults[lf.name] = faults.get(lf.name, 0) + 1
-                    continue
-            else:
-                point = lf(x)
-            if point is not None:
-                out[i, j] = point
-    return out, faults
-
-
-class _BaseManifoldApplier:
+class _BaseManifoldApplier(ArrayLFApplier[ManifoldLabelingFunction]):
     """Checks and stores a list of manifold LFs that share one label space."""
 
-    def __init__(self, lfs: Sequence[ManifoldLabelingFunction]) -> None:
-        lfs = list(lfs)
-        if not lfs:
-            raise ValueError("lfs must hold at least one labeling function; got [].")
-        for lf in lfs:
-            if not isinstance(lf, ManifoldLabelingFunction):
-                raise TypeError(
-                    "lfs must be ManifoldLabelingFunction objects (use "
-                    f"@manifold_labeling_function(space=...)); got {lf!r}. Apply "
-                    "finite-space LFs with Snorkel's PandasLFApplier."
-                )
-        names = [lf.name for lf in lfs]
-        check_unique_names(names)
+    _family = "Manifold"
+    _lf_type = ManifoldLabelingFunction
+    _lf_decorator = "@manifold_labeling_function(space=...)"
+    _lf_tip = " Apply finite-space LFs with Snorkel's PandasLFApplier."
+    _dtype = np.float64
+    _fill_value = np.nan
+
+    def _check_lfs(self, lfs: list[ManifoldLabelingFunction]) -> None:
         space = lfs[0].space
         for lf in lfs[1:]:
             if lf.space != space:
@@ -330,13 +249,11 @@ class _BaseManifoldApplier:
                     f"{lfs[0].name!r} "
                     f"uses {space!r} but {lf.name!r} uses {lf.space!r}."
                 )
-        self._lfs = lfs
-        self._lf_names = names
         self.space = space
         self._ambient_dim = int(space.ambient_dim)
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}, LFs: {self._lf_names}"
+    def _resolve_width(self, width: int | None) -> int:
+        return self._ambient_dim
 
 
 class ManifoldPandasApplier(_BaseManifoldApplier):
@@ -365,6 +282,7 @@ class ManifoldPandasApplier(_BaseManifoldApplier):
     (2, 1, 3)
     """
 
+    @fill_doc(vote="point")
     def apply(
         self,
         df: pd.DataFrame,
@@ -376,34 +294,19 @@ class ManifoldPandasApplier(_BaseManifoldApplier):
 
         Parameters
         ----------
-        df : pandas.DataFrame
-            One data point per row; each LF receives the row as a ``Series``.
+        %(pandas_df)s
         progress_bar : bool, default=True
             Show a tqdm progress bar.
-        fault_tolerant : bool, default=False
-            Record an abstain (and count a fault for the LF) when an LF raises or
-            returns an invalid point, instead of raising.
-        return_meta : bool, default=False
-            Also return Snorkel's ``ApplierMetadata`` with per-LF fault counts.
+        %(pandas_faults)s
 
         Returns
         -------
         X : ndarray of shape (n_samples, n_lfs, ambient_dim)
             The LFs' points; NaN rows where an LF abstains (or faulted).
-        meta : ApplierMetadata
-            Only when ``return_meta=True``: ``meta.faults`` maps LF name to count.
+        %(pandas_meta)s
         """
-        if not isinstance(df, pd.DataFrame):
-            raise TypeError(
-                f"df must be a pandas DataFrame; got {type(df).__name__}. Use "
-                "ManifoldDaskApplier for Dask DataFrames."
-            )
-        X, faults = _apply_to_frame(
-            df, self._lfs, self._ambient_dim, fault_tolerant, progress_bar
-        )
-        if return_meta:
-            return X, ApplierMetadata(faults)
-        return X
+        X, faults = self._label_pandas(df, None, fault_tolerant, progress_bar)
+        return with_meta(X, faults, return_meta)
 
 
 class ManifoldDaskApplier(_BaseManifoldApplier):
@@ -424,6 +327,7 @@ class ManifoldDaskApplier(_BaseManifoldApplier):
     ManifoldPandasParallelApplier : split a pandas DataFrame and use Dask.
     """
 
+    @fill_doc()
     def apply(
         self,
         df: Any,
@@ -435,48 +339,17 @@ class ManifoldDaskApplier(_BaseManifoldApplier):
 
         Parameters
         ----------
-        df : dask.dataframe.DataFrame
-            One data point per row.
-        scheduler : str or distributed.Client, default="processes"
-            Passed to ``dask.compute`` (``"synchronous"``, ``"threads"``,
-            ``"processes"`` or a ``Client``).
-        fault_tolerant : bool, default=False
-            Abstain and count a fault instead of raising when an LF fails.
-        return_meta : bool, default=False
-            Also return ``ApplierMetadata`` with per-LF fault counts.
+        %(dask_df)s
+        %(dask_options)s
 
         Returns
         -------
         X : ndarray of shape (n_samples, n_lfs, ambient_dim)
             NaN rows where an LF abstains.
-        meta : ApplierMetadata
-            Only when ``return_meta=True``.
+        %(dask_meta)s
         """
-        import dask
-
-        if not hasattr(df, "to_delayed"):
-            raise TypeError(
-                f"df must be a Dask DataFrame; got {type(df).__name__}. Use "
-                "ManifoldPandasApplier for pandas DataFrames."
-            )
-        tasks = [
-            dask.delayed(_apply_to_frame)(
-                part, self._lfs, self._ambient_dim, fault_tolerant
-            )
-            for part in df.to_delayed()
-        ]
-        results = dask.compute(*tasks, scheduler=scheduler)
-        if results:
-            X = np.concatenate([r[0] for r in results], axis=0)
-        else:  # pragma: no cover - a Dask frame always has a partition
-            X = np.full((0, len(self._lfs), self._ambient_dim), np.nan)
-        faults: dict[str, int] = {}
-        for _, part_faults in results:
-            for name, count in part_faults.items():
-                faults[name] = faults.get(name, 0) + count
-        if return_meta:
-            return X, ApplierMetadata(faults)
-        return X
+        X, faults = self._label_dask(df, None, scheduler, fault_tolerant)
+        return with_meta(X, faults, return_meta)
 
 
 class ManifoldPandasParallelApplier(ManifoldDaskApplier):
@@ -496,12 +369,8 @@ class ManifoldPandasParallelApplier(ManifoldDaskApplier):
         return_meta: bool = False,
     ) -> np.ndarray | tuple[np.ndarray, ApplierMetadata]:
         """Label ``df`` in ``n_parallel`` Dask partitions (see ManifoldDaskApplier)."""
-        from dask import dataframe as dd
-
-        n_parallel = check_scalar(n_parallel, "n_parallel", kind="int", low=2)
-        ddf = dd.from_pandas(df, npartitions=n_parallel)
         return super().apply(
-            ddf,
+            pandas_to_dask(df, n_parallel),
             scheduler=scheduler,
             fault_tolerant=fault_tolerant,
             return_meta=return_meta,

@@ -19,19 +19,21 @@ overlaps, conflicts and accuracy counted over item pairs.
 from __future__ import annotations
 
 import numbers
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from snorkel.labeling.apply.core import ApplierMetadata
-from snorkel.utils.data_operators import check_unique_names
-from tqdm import tqdm
 
 from snorkel_structured._validation import check_scalar, warn_silent_lfs
-from snorkel_structured.labeling._common import describe_row, short_repr
-from snorkel_structured.labeling.manifold import _SNORKEL_APPLIERS
+from snorkel_structured.labeling._appliers import (
+    ArrayLabelingFunction,
+    ArrayLFApplier,
+    pandas_to_dask,
+    with_meta,
+)
+from snorkel_structured.labeling._common import LFDecorator, fill_doc, short_repr
 from snorkel_structured.rankings._votes import (
     check_orderings,
     check_votes,
@@ -64,7 +66,8 @@ def _is_integer_id(v: Any) -> bool:
     return isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
 
 
-class RankingLabelingFunction:
+@fill_doc()
+class RankingLabelingFunction(ArrayLabelingFunction):
     """A labeling function that votes an ordering of a row's items (or abstains).
 
     Calling it runs the preprocessors, then ``f``, then checks the output: a sequence
@@ -75,18 +78,14 @@ class RankingLabelingFunction:
 
     Parameters
     ----------
-    name : str
-        Name of the LF (unique within an applier).
+    %(lf_name)s
     f : callable
         ``f(x, **resources)`` returning a sequence of item ids or ``None``.
     n_items : int, optional
         Number of items per row (at least 2). When omitted, the applier's ``n_items``
         bounds the ids; calling the LF directly then checks only that the ids are
         distinct non-negative integers.
-    resources : mapping, optional
-        Keyword arguments passed to ``f``.
-    pre : list of snorkel preprocessors, optional
-        Run on each data point before ``f``.
+    %(lf_resources_pre)s
 
     Attributes
     ----------
@@ -106,6 +105,12 @@ class RankingLabelingFunction:
     RankingPandasApplier, RankingDaskApplier : apply a list of them to a DataFrame.
     """
 
+    _apply_with = (
+        "ranking LFs with RankingPandasApplier(lfs).apply(df, n_items=...) (or "
+        "RankingDaskApplier), which returns an (n_rows, n_lfs, n_items) array of item "
+        "ids padded with -1"
+    )
+
     def __init__(
         self,
         name: str,
@@ -115,65 +120,30 @@ class RankingLabelingFunction:
         resources: Mapping[str, Any] | None = None,
         pre: Sequence[Any] | None = None,
     ) -> None:
-        self._name = name
+        super().__init__(name, f, resources, pre)
         self.n_items = None if n_items is None else _check_n_items(n_items)
-        self._f = f
-        self._resources = dict(resources or {})
-        self._pre = list(pre or [])
 
-    @property
-    def name(self) -> str:
-        """Name of the LF.
+    def _votes(self) -> str:
+        return "rankings (lists of item ids)"
 
-        Raises
-        ------
-        TypeError
-            When read by Snorkel's LF appliers (``PandasLFApplier``, ``LFApplier``,
-            ``DaskLFApplier``, ...), which collect one integer per vote.
-        """
-        # As for manifold LFs: Snorkel's BaseLFApplier.__init__ reads every LF's name
-        # first, so the refusal comes at construction, before a fault-tolerant apply
-        # could count every vote as a fault.
-        caller = sys._getframe(1).f_globals.get("__name__", "")
-        if caller.startswith(_SNORKEL_APPLIERS):
-            raise TypeError(
-                f"Labeling function {self._name!r} votes rankings (lists of item ids), "
-                "but Snorkel's LF appliers (PandasLFApplier, LFApplier, "
-                "DaskLFApplier, ...) only handle integer votes. Apply ranking LFs with "
-                "RankingPandasApplier(lfs).apply(df, n_items=...) (or "
-                "RankingDaskApplier), which returns an (n_rows, n_lfs, n_items) array "
-                "of item ids padded with -1."
-            )
-        return self._name
-
-    @name.setter
-    def name(self, value: str) -> None:
-        self._name = value
-
-    def _preprocess_data_point(self, x: Any) -> Any:
-        for preprocessor in self._pre:
-            x = preprocessor(x)
-            if x is None:
-                raise ValueError(
-                    f"Preprocessor {preprocessor!r} of labeling function {self.name!r} "
-                    "returned None; preprocessors must return the data point."
-                )
-        return x
+    def _repr_detail(self) -> str:
+        return f"n_items: {self.n_items}"
 
     def _error(
         self, x: Any, value: Any, problem: str, n_items: int | None
     ) -> ValueError:
         ids = "0..n_items-1" if n_items is None else f"0..{n_items - 1}"
-        return ValueError(
-            f"Labeling function {self.name!r} returned {short_repr(value)} for "
-            f"{describe_row(x)}: {problem}. Return a list of distinct item ids in "
-            f"{ids}, best first (a top-k list may stop early), or None (or []) to "
-            "abstain."
+        return self._output_error(
+            x,
+            value,
+            problem,
+            f"Return a list of distinct item ids in {ids}, best first (a top-k list "
+            "may stop early), or None (or []) to abstain.",
         )
 
     def _vote(self, x: Any, n_items: int | None) -> np.ndarray | None:
         """Run the LF on ``x`` and check its ordering against ``n_items`` ids."""
-        value = self._f(self._preprocess_data_point(x), **self._resources)
+        value = self._run(x)
         if value is None:
             return None
         if isinstance(value, (str, bytes, set, frozenset, Mapping)) or not isinstance(
@@ -240,14 +210,9 @@ class RankingLabelingFunction:
         """
         return self._vote(x, self.n_items)
 
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__} {self.name}, n_items: {self.n_items}, "
-            f"Preprocessors: {self._pre}"
-        )
 
-
-class ranking_labeling_function:
+@fill_doc(lf="RankingLabelingFunction", decorator="ranking_labeling_function")
+class ranking_labeling_function(LFDecorator):
     """Decorator turning a function that returns orderings into a ranking LF.
 
     The ranking counterpart of ``snorkel.labeling.labeling_function``: the decorated
@@ -257,24 +222,11 @@ class ranking_labeling_function:
 
     Parameters
     ----------
-    name : str, optional
-        Name of the LF; defaults to the function's name.
-    resources : mapping, optional
-        Keyword arguments passed to the function on every call.
-    pre : list of snorkel preprocessors, optional
-        Run on each data point before the function.
+    %(decorator_options)s
     n_items : int, optional
         Number of items per row; otherwise given to the applier.
 
-    Returns
-    -------
-    decorator : callable
-        Applied to a function, returns a :class:`RankingLabelingFunction`.
-
-    Raises
-    ------
-    ValueError
-        When used without parentheses (``@ranking_labeling_function``).
+    %(decorator_returns)s
 
     See Also
     --------
@@ -301,6 +253,8 @@ class ranking_labeling_function:
             [-1, -1, -1]]])
     """
 
+    decorator_name = "ranking_labeling_function"
+
     def __init__(
         self,
         name: str | None = None,
@@ -309,78 +263,36 @@ class ranking_labeling_function:
         n_items: int | None = None,
     ) -> None:
         if callable(name):
-            raise ValueError(
-                "Looks like this decorator is missing parentheses: write "
+            raise self._missing_parentheses(
                 "@ranking_labeling_function() (or "
-                "@ranking_labeling_function(n_items=...)) above your function, not "
-                "@ranking_labeling_function."
+                "@ranking_labeling_function(n_items=...))"
             )
-        self.name = name
-        self.resources = resources
-        self.pre = pre
+        super().__init__(name, resources, pre)
         self.n_items = None if n_items is None else _check_n_items(n_items)
 
-    def __call__(self, f: Callable[..., Any]) -> RankingLabelingFunction:
-        """Wrap ``f`` into a :class:`RankingLabelingFunction`."""
-        return RankingLabelingFunction(
-            name=self.name or f.__name__,
-            f=f,
-            n_items=self.n_items,
-            resources=self.resources,
-            pre=self.pre,
-        )
+    def _lf_options(self) -> dict[str, Any]:
+        return {"n_items": self.n_items}
 
-
-def _apply_to_frame(
-    df: pd.DataFrame,
-    lfs: Sequence[RankingLabelingFunction],
-    n_items: int,
-    fault_tolerant: bool,
-    progress_bar: bool = False,
-) -> tuple[np.ndarray, dict[str, int]]:
-    """Run ``lfs`` over a pandas frame: (n, m, n_items) votes padded with -1, faults."""
-    out = np.full((len(df), len(lfs), n_items), -1, dtype=np.int64)
-    faults: dict[str, int] = {}
-    rows = tqdm(df.iterrows(), total=len(df), disable=not progress_bar)
-    for i, (_, x) in enumerate(rows):
-        for j, lf in enumerate(lfs):
-            if fault_tolerant:
-                try:
-                    ids = lf._vote(x, n_items)
-                except Exception:  # noqa: BLE001 - Snorkel's fault-tolerance semantics
-                    faults[lf.name] = faults.get(lf.name, 0) + 1
-                    continue
-            else:
-                ids = lf._vote(x, n_items)
-            if ids is not None:
-                out[i, j, : ids.size] = ids
-    return out, faults
+    def _make_lf(self, **kwargs: Any) -> RankingLabelingFunction:
+        return RankingLabelingFunction(**kwargs)
 
 
 def _finish(
     V: np.ndarray, faults: dict[str, int], return_meta: bool, pairwise: bool
 ) -> np.ndarray | tuple[np.ndarray, ApplierMetadata]:
-    out = pairwise_votes(V) if pairwise else V
-    if return_meta:
-        return out, ApplierMetadata(faults)
-    return out
+    return with_meta(pairwise_votes(V) if pairwise else V, faults, return_meta)
 
 
-class _BaseRankingApplier:
+class _BaseRankingApplier(ArrayLFApplier[RankingLabelingFunction]):
     """Checks and stores a list of ranking LFs that agree on ``n_items``."""
 
-    def __init__(self, lfs: Sequence[RankingLabelingFunction]) -> None:
-        lfs = list(lfs)
-        if not lfs:
-            raise ValueError("lfs must hold at least one labeling function; got [].")
-        for lf in lfs:
-            if not isinstance(lf, RankingLabelingFunction):
-                raise TypeError(
-                    "lfs must be RankingLabelingFunction objects (use "
-                    f"@ranking_labeling_function()); got {lf!r}."
-                )
-        names = [lf.name for lf in lfs]
-        check_unique_names(names)
+    _family = "Ranking"
+    _lf_type = RankingLabelingFunction
+    _lf_decorator = "@ranking_labeling_function()"
+    _dtype = np.int64
+    _fill_value = -1
+
+    def _check_lfs(self, lfs: list[RankingLabelingFunction]) -> None:
         declared = [lf for lf in lfs if lf.n_items is not None]
         for lf in declared[1:]:
             if lf.n_items != declared[0].n_items:
@@ -389,11 +301,9 @@ class _BaseRankingApplier:
                     f"{declared[0].name!r} has n_items={declared[0].n_items} but "
                     f"{lf.name!r} has n_items={lf.n_items}."
                 )
-        self._lfs = lfs
-        self._lf_names = names
         self.n_items: int | None = declared[0].n_items if declared else None
 
-    def _resolve_n_items(self, n_items: int | None) -> int:
+    def _resolve_width(self, n_items: int | None) -> int:
         if n_items is None:
             if self.n_items is None:
                 raise ValueError(
@@ -408,9 +318,6 @@ class _BaseRankingApplier:
                 f"n_items={self.n_items}."
             )
         return n_items
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}, LFs: {self._lf_names}"
 
 
 class RankingPandasApplier(_BaseRankingApplier):
@@ -432,6 +339,7 @@ class RankingPandasApplier(_BaseRankingApplier):
     snorkel_structured.rankings.pairwise_votes : the pairwise form of the result.
     """
 
+    @fill_doc(vote="ordering")
     def apply(
         self,
         df: pd.DataFrame,
@@ -445,18 +353,13 @@ class RankingPandasApplier(_BaseRankingApplier):
 
         Parameters
         ----------
-        df : pandas.DataFrame
-            One data point per row; each LF receives the row as a ``Series``.
+        %(pandas_df)s
         n_items : int, optional
             Number of items per row (at least 2); defaults to the LFs' ``n_items``
             and must match it when both are given.
         progress_bar : bool, default=False
             Show a tqdm progress bar.
-        fault_tolerant : bool, default=False
-            Record an abstain (and count a fault for the LF) when an LF raises or
-            returns an invalid ordering, instead of raising.
-        return_meta : bool, default=False
-            Also return Snorkel's ``ApplierMetadata`` with per-LF fault counts.
+        %(pandas_faults)s
         pairwise : bool, default=False
             Return the pairwise form ``S`` (int8 of shape (n_rows, n_lfs, n_pairs),
             see :func:`~snorkel_structured.rankings.pairwise_votes`) instead of ``V``.
@@ -466,18 +369,9 @@ class RankingPandasApplier(_BaseRankingApplier):
         V : ndarray of int64 of shape (n_rows, n_lfs, n_items)
             Each LF's ordering of each row's items, best first, padded with -1; all
             -1 where the LF abstained (or faulted).
-        meta : ApplierMetadata
-            Only when ``return_meta=True``: ``meta.faults`` maps LF name to count.
+        %(pandas_meta)s
         """
-        if not isinstance(df, pd.DataFrame):
-            raise TypeError(
-                f"df must be a pandas DataFrame; got {type(df).__name__}. Use "
-                "RankingDaskApplier for Dask DataFrames."
-            )
-        n_items = self._resolve_n_items(n_items)
-        V, faults = _apply_to_frame(
-            df, self._lfs, n_items, fault_tolerant, progress_bar
-        )
+        V, faults = self._label_pandas(df, n_items, fault_tolerant, progress_bar)
         return _finish(V, faults, return_meta, pairwise)
 
 
@@ -498,6 +392,7 @@ class RankingDaskApplier(_BaseRankingApplier):
     RankingPandasParallelApplier : split a pandas DataFrame and use Dask.
     """
 
+    @fill_doc()
     def apply(
         self,
         df: Any,
@@ -511,17 +406,10 @@ class RankingDaskApplier(_BaseRankingApplier):
 
         Parameters
         ----------
-        df : dask.dataframe.DataFrame
-            One data point per row.
+        %(dask_df)s
         n_items : int, optional
             Number of items per row; defaults to the LFs' ``n_items``.
-        scheduler : str or distributed.Client, default="processes"
-            Passed to ``dask.compute`` (``"synchronous"``, ``"threads"``,
-            ``"processes"`` or a ``Client``).
-        fault_tolerant : bool, default=False
-            Abstain and count a fault instead of raising when an LF fails.
-        return_meta : bool, default=False
-            Also return ``ApplierMetadata`` with per-LF fault counts.
+        %(dask_options)s
         pairwise : bool, default=False
             Return the pairwise form ``S`` instead of ``V``.
 
@@ -529,30 +417,9 @@ class RankingDaskApplier(_BaseRankingApplier):
         -------
         V : ndarray of int64 of shape (n_rows, n_lfs, n_items)
             Orderings padded with -1 (see :meth:`RankingPandasApplier.apply`).
-        meta : ApplierMetadata
-            Only when ``return_meta=True``.
+        %(dask_meta)s
         """
-        import dask
-
-        if not hasattr(df, "to_delayed"):
-            raise TypeError(
-                f"df must be a Dask DataFrame; got {type(df).__name__}. Use "
-                "RankingPandasApplier for pandas DataFrames."
-            )
-        n_items = self._resolve_n_items(n_items)
-        tasks = [
-            dask.delayed(_apply_to_frame)(part, self._lfs, n_items, fault_tolerant)
-            for part in df.to_delayed()
-        ]
-        results = dask.compute(*tasks, scheduler=scheduler)
-        if results:
-            V = np.concatenate([r[0] for r in results], axis=0)
-        else:  # pragma: no cover - a Dask frame always has a partition
-            V = np.full((0, len(self._lfs), n_items), -1, dtype=np.int64)
-        faults: dict[str, int] = {}
-        for _, part_faults in results:
-            for name, count in part_faults.items():
-                faults[name] = faults.get(name, 0) + count
+        V, faults = self._label_dask(df, n_items, scheduler, fault_tolerant)
         return _finish(V, faults, return_meta, pairwise)
 
 
@@ -575,12 +442,8 @@ class RankingPandasParallelApplier(RankingDaskApplier):
         pairwise: bool = False,
     ) -> np.ndarray | tuple[np.ndarray, ApplierMetadata]:
         """Label ``df`` in ``n_parallel`` Dask partitions (see RankingDaskApplier)."""
-        from dask import dataframe as dd
-
-        n_parallel = check_scalar(n_parallel, "n_parallel", kind="int", low=2)
-        ddf = dd.from_pandas(df, npartitions=n_parallel)
         return super().apply(
-            ddf,
+            pandas_to_dask(df, n_parallel),
             n_items=n_items,
             scheduler=scheduler,
             fault_tolerant=fault_tolerant,

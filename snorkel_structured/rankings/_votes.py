@@ -148,19 +148,21 @@ def vote_positions(V: np.ndarray) -> np.ndarray:
 
     Returns
     -------
-    pos : ndarray of int16 of shape (..., n_items)
+    pos : ndarray of int8 (int16 from 127 items) of shape (..., n_items)
         ``pos[..., i]`` is item ``i``'s position (0 = first) when listed, else the
         number of listed items k. An abstain gives every item position 0.
     """
     n_items = V.shape[-1]
-    listed = V >= 0
-    k = listed.sum(axis=-1, keepdims=True)
-    pos = np.broadcast_to(k, V.shape).astype(np.int16)
-    flat_pos = pos.reshape(-1, n_items)
-    flat_V = V.reshape(-1, n_items)
-    rows, slots = np.nonzero(flat_V >= 0)
-    flat_pos[rows, flat_V[rows, slots]] = slots
-    return pos
+    dtype = np.int8 if n_items < 127 else np.int16
+    k = (V >= 0).sum(axis=-1, keepdims=True)
+    # One spare slot takes the padding's writes, so a single scatter places every
+    # listed item and leaves the unlisted ones at k.
+    pos = np.empty(V.shape[:-1] + (n_items + 1,), dtype=dtype)
+    pos[...] = k.astype(dtype)
+    np.put_along_axis(
+        pos, np.where(V < 0, n_items, V), np.arange(n_items, dtype=dtype), axis=-1
+    )
+    return pos[..., :n_items]
 
 
 def pairwise_votes(V: Any, n_items: int | None = None) -> np.ndarray:
@@ -175,9 +177,13 @@ def pairwise_votes(V: Any, n_items: int | None = None) -> np.ndarray:
     -------
     S : ndarray of int8 of shape (n_rows, n_lfs, n_items (n_items - 1) / 2)
     """
-    arr = check_votes(V, n_items)
-    pos = vote_positions(arr)
-    i, j = pair_index(arr.shape[2])
+    return signed_pairs(check_votes(V, n_items))
+
+
+def signed_pairs(V: np.ndarray) -> np.ndarray:
+    """:func:`pairwise_votes` of an already validated vote array."""
+    pos = vote_positions(V)
+    i, j = pair_index(V.shape[-1])
     return np.sign(pos[..., j] - pos[..., i]).astype(np.int8)
 
 

@@ -244,10 +244,10 @@ def triplet_theta(
 def pair_signs(Y: np.ndarray) -> np.ndarray:
     """(n_rows, n_pairs) +1 where ordering Y puts i before j, else -1 (float32)."""
     n_items = Y.shape[1]
-    pos = np.empty_like(Y)
-    np.put_along_axis(pos, Y, np.arange(n_items)[None, :], axis=1)
+    # An ordering's inverse permutation is each item's position.
+    pos = np.argsort(Y, axis=1).astype(np.int16 if n_items > 127 else np.int8)
     i, j = np.triu_indices(n_items, 1)
-    return np.sign(pos[:, j] - pos[:, i]).astype(np.float32)
+    return (pos[:, j] > pos[:, i]).astype(np.float32) * 2 - 1
 
 
 def _disagreements(St: np.ndarray, ordered: np.ndarray, Y: np.ndarray) -> np.ndarray:
