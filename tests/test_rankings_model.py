@@ -113,8 +113,7 @@ def _mallows_votes(n_rows, n, thetas, k, seed):
 def test_label_model_recovers_mallows_theta():
     thetas = np.array([0.1, 0.25, 0.5, 0.8])
     V, Y = _mallows_votes(4000, 14, thetas, 7, seed=3)
-    lm = ss.RankingLabelModel(ss.Rankings(14), seed=0).fit(V)
-    assert lm.noise_ == "mallows"
+    lm = ss.RankingLabelModel(ss.Rankings(14), noise="mallows", seed=0).fit(V)
     np.testing.assert_allclose(lm.theta_, thetas, rtol=0.08)
     # The refinement is closer to the truth than the triplet start.
     assert (
@@ -144,7 +143,7 @@ def _posterior_brute(S_row, theta, n):
 def test_pair_marginals_against_enumeration():
     n, thetas = 4, np.array([0.4, 0.9, 1.5])
     V, _ = _mallows_votes(300, n, thetas, 3, seed=5)
-    lm = ss.RankingLabelModel(ss.Rankings(n), seed=0).fit(V)
+    lm = ss.RankingLabelModel(ss.Rankings(n), noise="mallows", seed=0).fit(V)
     lm.theta_ = thetas
     S = pairwise_votes(V[:3])
     P = lm.predict_proba(V[:3], method="gibbs", n_sweeps=6000)
@@ -155,7 +154,7 @@ def test_pair_marginals_against_enumeration():
         assert np.array_equal(lm.predict(V[r : r + 1])[0], perms[np.argmax(w)])
     # With 2 items the per-pair posterior is the exact one.
     V2, _ = _mallows_votes(200, 2, thetas, 2, seed=6)
-    lm2 = ss.RankingLabelModel(ss.Rankings(2)).fit(V2)
+    lm2 = ss.RankingLabelModel(ss.Rankings(2), noise="mallows").fit(V2)
     lm2.theta_ = thetas
     S2 = pairwise_votes(V2[:4])
     for r in range(4):
@@ -332,3 +331,63 @@ def test_declared_dependencies_and_too_few_sources():
     with pytest.warns(IdentifiabilityWarning, match="fewer than 3 independent"):
         lm = ss.RankingLabelModel(ss.Rankings(8), dependencies=[(0, 1), (2, 3)]).fit(V)
     np.testing.assert_allclose(lm.theta_, lm.theta_[0])
+
+
+def test_dev_choice_needs_a_margin():
+    from snorkel_structured.label_model._dev_choice import DEV_MIN_SE
+
+    # Four LFs of similar accuracy and 30 labeled rows: on this seed equal weights
+    # score best on the labeled rows, by less than a standard error.
+    V, Y = _mallows_votes(1300, 8, [0.3, 0.35, 0.4, 0.45], 8, seed=143)
+    with pytest.warns(IdentifiabilityWarning, match="unsupervised model is kept"):
+        lm = ss.RankingLabelModel(ss.Rankings(8), noise="mallows", seed=0).fit(
+            V[:1000], V_dev=V[1000:1030], Y_dev=Y[1000:1030]
+        )
+    scores = lm.dev_scores_
+    assert scores["score"].idxmin() == "equal weights"
+    gain = scores.loc["label model", "score"] - scores.loc["equal weights", "score"]
+    assert 0 < gain <= DEV_MIN_SE * scores.loc["equal weights", "se_vs_label_model"]
+    assert lm.choice_ == "label model"
+    np.testing.assert_array_equal(lm.theta_, lm.theta_unsupervised_)
+    assert scores.loc["label model", "se_vs_label_model"] == 0.0
+
+
+def _score_votes(n_rows, n, noise_sd, k, seed):
+    """LFs that sort items by the truth's score plus Gaussian noise (top-k lists)."""
+    rng = np.random.default_rng(seed)
+    score = rng.normal(size=(n_rows, n))
+    Y = np.argsort(-score, axis=1)
+    V = []
+    for sd, kk in zip(noise_sd, k, strict=True):
+        order = np.argsort(-(score + sd * rng.normal(size=score.shape)), axis=1)
+        V.append(np.where(np.arange(n) < kk, order, -1))
+    return np.stack(V, axis=1), Y
+
+
+def test_position_model_learns_that_far_apart_pairs_are_reliable():
+    V, Y = _score_votes(3000, 15, [0.3, 0.6, 1.0, 1.5], [15, 15, 8, 15], seed=150)
+    pos = ss.RankingLabelModel(ss.Rankings(15), seed=0).fit(V)
+    assert pos.noise_ == "position"
+    # Noisy scores: a pair's reliability grows with its gap in the list.
+    assert np.all(pos.gap_slope_ > 0)
+    # Less noise, more weight (full lists).
+    assert np.all(np.diff(pos.theta_[[0, 1, 3]]) < 0)
+    # Against the truth: each LF's accuracy on the pairs it puts g places apart.
+    from scipy.special import expit
+
+    from snorkel_structured.rankings import vote_positions
+    from snorkel_structured.rankings.estimate import gap_features, pair_signs
+
+    S, x, t = pairwise_votes(V), gap_features(vote_positions(V)), pair_signs(Y)
+    for a in range(4):
+        for g in (0, 2, 5):
+            at = (S[:, a] != 0) & np.isclose(x[:, a], g / 14)
+            empirical = (S[:, a][at] * t[at] > 0).mean()
+            model = expit(pos.theta_[a] + pos.gap_slope_[a] * g / 14)
+            assert abs(model - empirical) < 0.06, (a, g, model, empirical)
+    # The posterior's pair probabilities follow the weights (independent pairs).
+    P = pos.predict_proba(V[:5])
+    assert P.shape == (5, 105) and np.all((P > 0) & (P < 1))
+    # Pairwise-form votes carry no gaps.
+    with pytest.raises(ValueError, match="as lists"):
+        pos.predict(pairwise_votes(V[:5]), pairwise=True)

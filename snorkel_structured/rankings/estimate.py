@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from scipy.special import expit
 
 from snorkel_structured._validation import check_seed
 from snorkel_structured.rankings._gibbs import gibbs_sweeps, pair_margins
@@ -44,7 +45,7 @@ from snorkel_structured.rankings.mallows import (
 
 __all__ = ["NOISE_MODELS", "RankingStats", "estimate_theta", "triplet_theta"]
 
-NOISE_MODELS = ("mallows", "pairwise")
+NOISE_MODELS = ("mallows", "pairwise", "position")
 # Rows the agreement sums process at once (bounds the float32 copies of S).
 _CHUNK_ROWS = 4096
 
@@ -81,6 +82,9 @@ class RankingStats:
     sample_k : ndarray of int of shape (n_sample, n_lfs) or None
     sample_keys : ndarray of shape (n_sample,)
     capacity : int
+    sample_pos : ndarray of int of shape (n_sample, n_lfs, n_items) or None
+        Each sampled vote's item positions (:func:`vote_positions`), for the
+        position-dependent model; None for pairwise votes.
     """
 
     n_items: int
@@ -93,6 +97,7 @@ class RankingStats:
     sample_k: np.ndarray | None
     sample_keys: np.ndarray
     capacity: int = field(default=20000)
+    sample_pos: np.ndarray | None = None
 
     @classmethod
     def from_votes(
@@ -103,10 +108,12 @@ class RankingStats:
         *,
         capacity: int = 20000,
         seed: Any = None,
+        pos: np.ndarray | None = None,
     ) -> RankingStats:
         """Statistics of one chunk of pairwise votes ``S`` (n_rows, n_lfs, n_pairs).
 
-        ``k`` (n_rows, n_lfs) holds each vote's list length (None: pairwise votes).
+        ``k`` (n_rows, n_lfs) holds each vote's list length and ``pos`` (n_rows,
+        n_lfs, n_items) its item positions (both None: pairwise votes).
         """
         rng = check_seed(seed)
         n_rows, m, _ = S.shape
@@ -136,6 +143,7 @@ class RankingStats:
             sample_k=None if k is None else k[keep].copy(),
             sample_keys=keys[keep],
             capacity=capacity,
+            sample_pos=None if pos is None else pos[keep].copy(),
         )
 
     def __add__(self, other: RankingStats) -> RankingStats:
@@ -155,7 +163,13 @@ class RankingStats:
             if self.sample_k is None
             else np.concatenate([self.sample_k, other.sample_k])[keep]
         )
+        pos = (
+            None
+            if self.sample_pos is None or other.sample_pos is None
+            else np.concatenate([self.sample_pos, other.sample_pos])[keep]
+        )
         return RankingStats(
+            sample_pos=pos,
             n_items=self.n_items,
             n_lfs=self.n_lfs,
             n_rows=self.n_rows + other.n_rows,
@@ -335,3 +349,125 @@ def estimate_theta(
     # shrinks with the number of iterations averaged.
     tail = np.array(history[len(history) // 2 :])
     return tail.mean(axis=0), len(history)
+
+
+# -- accuracy that depends on how far apart a vote puts two items -------------------
+# Cap on a pair's weight (log-odds): a pair no vote has ever ordered wrongly still
+# leaves room for the other votes.
+POSITION_WEIGHT_MAX = 20.0
+# Ridge on (intercept, slope) of each LF's logistic curve: the slope is identified
+# only by the spread of the gaps, and a top-k LF may have few distinct ones.
+POSITION_RIDGE = 1.0
+# (row, pair) instances the position model's EM runs on (the first rows of the
+# sample, itself a uniform random sample): 5,000 rows of 20 items.
+POSITION_SAMPLE_PAIRS = 1_000_000
+
+
+def gap_features(pos: np.ndarray) -> np.ndarray:
+    """(rows, LFs, pairs) ``(gap - 1) / (n_items - 1)``, gap = |pos_j - pos_i|, float32.
+
+    0 for neighbours in the vote, 1 for its first and last items; pairs the vote
+    does not order get a negative value (their sign is 0 anyway).
+    """
+    n_items = pos.shape[-1]
+    i, j = np.triu_indices(n_items, 1)
+    gap = np.abs(pos[..., j].astype(np.int16) - pos[..., i])
+    return (gap.astype(np.float32) - 1) / max(n_items - 1, 1)
+
+
+def position_weights(
+    x: np.ndarray, intercept: np.ndarray, slope: np.ndarray
+) -> np.ndarray:
+    """Each vote's weight on each pair: ``clip(intercept + slope x, 0, max)``.
+
+    ``x`` has the LFs on its last axis (or is broadcast against (n_lfs,)).
+    """
+    w = intercept.astype(np.float32) + slope.astype(np.float32) * x
+    return np.clip(w, 0.0, POSITION_WEIGHT_MAX)
+
+
+def logistic_fit(
+    x: np.ndarray, agree: np.ndarray, total: np.ndarray, start: np.ndarray
+) -> np.ndarray:
+    """Ridge-penalized logistic regression of agreement on ``[1, x]`` (Newton)."""
+    X = np.column_stack([np.ones_like(x), x])
+    ab = start.astype(np.float64).copy()
+    for _ in range(30):
+        p = expit(X @ ab)
+        grad = X.T @ (agree - total * p) - POSITION_RIDGE * ab
+        H = -(X.T * (total * p * (1 - p))) @ X - POSITION_RIDGE * np.eye(2)
+        step = np.linalg.solve(H, grad)
+        ab -= step
+        if np.max(np.abs(step)) < 1e-8:
+            break
+    return ab
+
+
+def estimate_position_weights(
+    stats: RankingStats,
+    *,
+    theta_init: np.ndarray,
+    scale: np.ndarray | None = None,
+    max_iter: int = 30,
+    burn_in: int = 10,
+    sweeps_per_iter: int = 2,
+    seed: Any = None,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Monte Carlo EM for a pair weight that grows with the pair's gap in the vote.
+
+    Model: LF a orders a pair as the truth does with probability
+    ``expit(w_a(x))``, ``w_a(x) = alpha_a + beta_a x``, x the pair's normalized gap in
+    a's vote (:func:`gap_features`), independently across pairs; the posterior is
+    ``exp(-sum w [the truth disagrees])``, a weighted Kemeny problem. The M-step is a
+    logistic regression per LF on the expected agreements at each gap.
+
+    Returns
+    -------
+    intercept, slope : ndarray of shape (n_lfs,)
+    n_iter : int
+    """
+    rng = check_seed(seed)
+    m, n_items = stats.n_lfs, stats.n_items
+    n_p = n_pairs(n_items)
+    # Two parameters per LF need far fewer pairs than the sample holds.
+    rows = max(1, POSITION_SAMPLE_PAIRS // n_p)
+    S, pos = stats.sample_S[:rows], stats.sample_pos[:rows]
+    scale = np.ones(m) if scale is None else np.asarray(scale, dtype=np.float64)
+    St = np.ascontiguousarray(S.transpose(0, 2, 1), dtype=np.float32).reshape(-1, m)
+    x = gap_features(pos).transpose(0, 2, 1).reshape(-1, m)
+    n_lev = n_items - 1
+    levels = np.arange(n_lev, dtype=np.float64) / max(n_lev, 1)
+    level = np.clip(np.rint(x * max(n_lev, 1)), 0, n_lev - 1).astype(np.int32)
+    # One bincount over (LF, gap) cells counts every LF's agreements at once.
+    cell = (level + n_lev * np.arange(m, dtype=np.int32)).ravel()
+    voted = (St != 0).ravel()
+    total = np.bincount(cell, weights=voted, minlength=m * n_lev).reshape(m, n_lev)
+    alpha = np.asarray(theta_init, dtype=np.float64).copy()
+    beta = np.zeros(m)
+
+    def margins() -> np.ndarray:
+        w = position_weights(x, alpha * scale, beta * scale)
+        w *= St
+        return w.sum(axis=1).reshape(-1, n_p)
+
+    Y = initial_orderings(margins(), n_items)
+    history = []
+    for it in range(max_iter):
+        g = margins()
+        gibbs_sweeps(g, Y, burn_in if it == 0 else 0, rng)
+        agree = np.zeros(m * n_lev)
+        for _ in range(sweeps_per_iter):
+            gibbs_sweeps(g, Y, 1, rng)
+            hit = (St * pair_signs(Y).reshape(-1, 1) > 0).ravel()
+            agree += np.bincount(cell, weights=hit, minlength=m * n_lev)
+        agree = agree.reshape(m, n_lev) / sweeps_per_iter
+        for a in range(m):
+            keep = total[a] > 0
+            # With votes at one gap only there is no slope to learn: fit the level.
+            xs = levels[keep] if keep.sum() >= 2 else np.zeros(keep.sum())
+            alpha[a], beta[a] = logistic_fit(
+                xs, agree[a, keep], total[a, keep], np.array([alpha[a], beta[a]])
+            )
+        history.append(np.concatenate([alpha, beta]))
+    tail = np.array(history[len(history) // 2 :]).mean(axis=0)
+    return tail[:m], tail[m:], len(history)
