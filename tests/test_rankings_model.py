@@ -197,17 +197,18 @@ def test_dev_rows_choose_a_dominant_lf():
 
 
 def test_loss_weights_are_unbiased():
-    V, _ = _mallows_votes(500, 8, [0.3, 0.6, 1.0], 4, seed=9)
-    lm = ss.RankingLabelModel(ss.Rankings(8), seed=0).fit(V)
-    W = lm.loss_weights(V[:20])
+    V, Y = _mallows_votes(700, 8, [0.3, 0.6, 1.0], 4, seed=9)
+    lm = ss.RankingLabelModel(ss.Rankings(8), seed=0).fit(V[:500])
+    with pytest.warns(IdentifiabilityWarning, match="optimistic"):
+        W = lm.loss_weights(V[:20])
     assert len(W) == 20 * 28
     voted = W["weight_pseudolabel"] != 0
     a, b = (
         W.loc[voted, "weight_pseudolabel"].iloc[0],
         W.loc[voted, "weight_flipped"].iloc[0],
     )
-    q = (a + 0.0) / (a - b)  # a = q / (2q - 1), b = -(1 - q) / (2q - 1)
-    # Expected corrected loss under the true order: 1 on the true order's loss, 0 on the other.
+    q = a / (a - b)  # a = q / (2q - 1), b = -(1 - q) / (2q - 1)
+    # Expected corrected loss under the true order: 1 on its loss, 0 on the other.
     assert q * a + (1 - q) * b == pytest.approx(1.0)
     assert (1 - q) * a + q * b == pytest.approx(0.0)
     ordering = lm.predict(V[:1])[0]
@@ -217,6 +218,19 @@ def test_loss_weights_are_unbiased():
         row0["pseudolabel"].to_numpy(),
         np.sign(pos[row0["item_j"]] - pos[row0["item_i"]]),
     )
+    # A given q, and q measured on dev rows (the pairs some LF orders).
+    W8 = lm.loss_weights(V[:20], q=0.8)
+    assert W8["weight_pseudolabel"].max() == pytest.approx(0.8 / 0.6)
+    dev = ss.RankingLabelModel(ss.Rankings(8), seed=0).fit(
+        V[:500], V_dev=V[500:], Y_dev=Y[500:]
+    )
+    z = pairwise_votes(dev.predict(V[500:])[:, None, :])[:, 0]
+    t = pairwise_votes(Y[500:, None, :])[:, 0]
+    some = np.any(pairwise_votes(V[500:]) != 0, axis=1)
+    assert dev.dev_pair_accuracy_ == pytest.approx(np.mean((z == t)[some]))
+    Wd = dev.loss_weights(V[:20])
+    qd = dev.dev_pair_accuracy_
+    assert Wd["weight_pseudolabel"].max() == pytest.approx(qd / (2 * qd - 1))
 
 
 def test_save_load_round_trip(tmp_path):
