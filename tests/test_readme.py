@@ -10,6 +10,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from snorkel_structured.aggregators import kemeny
 
@@ -138,3 +139,32 @@ def test_tutorial_links_exist():
     assert {Path(x).suffix for x in links} == {".ipynb", ".py"}
     for link in links:
         assert (README.parent / link).exists(), link
+
+
+def test_readme_ranking_example_runs_and_its_claims_hold():
+    from snorkel_structured.rankings import borda, kendall_tau_distance
+
+    text = README.read_text()
+    code = next(
+        c for c in re.findall(r"```python\n(.*?)```", text, re.S) if "RankingLabelModel" in c
+    )
+    after = text.split(code, 1)[1].split("\n\n", 2)[1]
+    model_claim, borda_claim, lf_claim = _numbers(after)[:3]
+    scope: dict = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the example must run without any warning
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        exec(compile(code, str(README), "exec"), scope)
+    truth = np.argsort(-scope["quality"], axis=1)
+    V, lm = scope["V"], scope["lm"]
+    assert scope["ranked"].shape == (2000, 20) and scope["P"].shape == (2000, 190)
+    assert 100 * kendall_tau_distance(scope["ranked"], truth).mean() == pytest.approx(
+        model_claim, abs=0.005
+    )
+    assert 100 * kendall_tau_distance(borda(V), truth).mean() == pytest.approx(
+        borda_claim, abs=0.005
+    )
+    summary = scope["ss"].RankingLFAnalysis(V, scope["lfs"]).lf_summary(truth)
+    best = 100 * (1 - summary["Pair accuracy"].max())
+    assert best == pytest.approx(lf_claim, abs=0.05)
+    assert lm.theta_.shape == (3,)
