@@ -55,7 +55,7 @@ _LAZY = {
     "manifold_labeling_function": "snorkel_structured.labeling.manifold",
     "filter_unlabeled_manifold": "snorkel_structured.labeling.utils",
     "RankingDaskApplier": "snorkel_structured.labeling.rankings",
-    "RankingLFAnalysis": "snorkel_structured.labeling.rankings",
+    "RankingLFAnalysis": "snorkel_structured.labeling.ranking_analysis",
     "RankingLabelingFunction": "snorkel_structured.labeling.rankings",
     "RankingPandasApplier": "snorkel_structured.labeling.rankings",
     "RankingPandasParallelApplier": "snorkel_structured.labeling.rankings",
@@ -186,10 +186,10 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
         ManifoldPandasParallelApplier,
         manifold_labeling_function,
     )
+    from snorkel_structured.labeling.ranking_analysis import RankingLFAnalysis
     from snorkel_structured.labeling.rankings import (
         RankingDaskApplier,
         RankingLabelingFunction,
-        RankingLFAnalysis,
         RankingPandasApplier,
         RankingPandasParallelApplier,
         ranking_labeling_function,

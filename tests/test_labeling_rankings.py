@@ -244,7 +244,7 @@ def test_analysis_matches_brute_force(seed):
 def test_float64_path_for_huge_chunks(monkeypatch):
     # float32 sums are exact up to 2**24 instances per LF and chunk; past that the
     # pairwise form is float64 (lower the bound to take that path on small data)
-    import snorkel_structured.labeling.rankings as module
+    import snorkel_structured.labeling.ranking_analysis as module
 
     rng = np.random.default_rng(2)
     V = _random_votes(rng, 12, 3, 5)

@@ -405,3 +405,28 @@ def test_position_model_learns_that_far_apart_pairs_are_reliable():
     # Pairwise-form votes carry no gaps.
     with pytest.raises(ValueError, match="as lists"):
         pos.predict(pairwise_votes(V[:5]), pairwise=True)
+
+
+def test_a_cluster_of_three_sharing_a_noise_source_is_found():
+    # Three LFs sort by the truth's score plus independent noise; three more add the
+    # same noise draw (one source): each is more accurate alone, but their errors
+    # coincide. The three pairs confirm each other in a least-squares fit; the
+    # least-absolute-deviations search finds them.
+    from snorkel_structured.rankings import borda
+    from snorkel_structured.rankings.dependencies import detect_dependent_pairs
+
+    rng = np.random.default_rng(0)
+    n, N = 15, 3000
+    score, shared = rng.normal(size=(N, n)), rng.normal(size=(N, n))
+    noise = [0.7 * rng.normal(size=(N, n)) for _ in range(3)]
+    noise += [0.5 * shared + 0.2 * rng.normal(size=(N, n)) for _ in range(3)]
+    V = np.stack([np.argsort(-(score + e), axis=1) for e in noise], axis=1)
+    Y = np.argsort(-score, axis=1)
+    with pytest.warns(IdentifiabilityWarning, match="share a source"):
+        lm = ss.RankingLabelModel(ss.Rankings(n), seed=0).fit(V)
+    assert sorted(lm.dependencies_) == [(3, 4), (3, 5), (4, 5)]
+    assert sorted(detect_dependent_pairs(lm.stats_)) == [(3, 4), (3, 5), (4, 5)]
+    d_model = kendall_tau_distance(lm.predict(V), Y).mean()
+    naive = ss.RankingLabelModel(ss.Rankings(n), seed=0, dependencies=None).fit(V)
+    assert d_model < kendall_tau_distance(naive.predict(V), Y).mean() - 0.02
+    assert d_model < kendall_tau_distance(borda(V), Y).mean()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import zlib
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -27,15 +27,19 @@ from snorkel_structured._validation import (
     warn_silent_lfs,
 )
 from snorkel_structured.exceptions import IdentifiabilityWarning
-from snorkel_structured.label_model._dev_choice import DEV_MIN_SE
+
+# DEV_FOLDS and SINGLE_LF_TIE_WEIGHT were defined here: re-exported ("X as X").
+from snorkel_structured.label_model._ranking_dev import DEV_FOLDS as DEV_FOLDS
+from snorkel_structured.label_model._ranking_dev import (
+    SINGLE_LF_TIE_WEIGHT as SINGLE_LF_TIE_WEIGHT,
+)
+from snorkel_structured.label_model._ranking_dev import choose_on_dev
+from snorkel_structured.label_model._ranking_votes import PairVotes, pair_votes
 from snorkel_structured.rankings._gibbs import gibbs_sweeps
 from snorkel_structured.rankings._votes import (
     check_orderings,
-    check_pairwise,
-    check_votes,
     kendall_tau_distance,
     pair_index,
-    vote_positions,
 )
 from snorkel_structured.rankings.dependencies import clusters_of, detect_dependent_pairs
 from snorkel_structured.rankings.estimate import (
@@ -44,22 +48,15 @@ from snorkel_structured.rankings.estimate import (
     estimate_position_weights,
     estimate_theta,
     gap_features,
-    logistic_fit,
     pair_signs,
     position_weights,
     triplet_theta,
 )
 from snorkel_structured.rankings.kemeny import kemeny_rank
-from snorkel_structured.rankings.mallows import THETA_MAX, theta_from_disagreements
 from snorkel_structured.spaces.rankings import Rankings
 
 __all__ = ["RankingLabelModel"]
 
-# Folds of the cross-validation that scores weights estimated from labeled rows.
-DEV_FOLDS = 5
-# A single LF as a candidate: its weight, with the others at this fraction of theirs
-# (they only order what the LF leaves unordered).
-SINGLE_LF_TIE_WEIGHT = 1e-3
 # The likelihood refinement's row sample holds at most this many (row, pair)
 # instances (10,000 rows of 20 items; 1,600 of 50), and at least MIN_SAMPLE_ROWS rows.
 SAMPLE_PAIRS = 2_000_000
@@ -68,20 +65,6 @@ MIN_SAMPLE_ROWS = 1000
 _STATS_CELLS = 50_000_000
 # Rows decoded at once (bounds the (rows, n, n) matrices handed to the decoder).
 _DECODE_ROWS = 2048
-
-
-class _Votes(NamedTuple):
-    """Pairwise votes S (rows, LFs, pairs); list lengths k (rows, LFs) and item
-    positions pos (rows, LFs, items) when the votes came as lists, else None."""
-
-    S: np.ndarray
-    k: np.ndarray | None
-    pos: np.ndarray | None
-
-
-def _list_lengths(V: np.ndarray) -> np.ndarray:
-    """(n_rows, n_lfs) number of items each vote lists (0 = abstain)."""
-    return (V >= 0).sum(axis=2)
 
 
 def _chunk_key(seed: int, block: np.ndarray) -> np.random.Generator:
@@ -227,22 +210,9 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
         check_scalar(self.max_sample_rows, "max_sample_rows", kind="int", low=1)
         check_scalar(self.max_iter, "max_iter", kind="int", low=1)
 
-    def _pairwise(self, V: Any, pairwise: bool, name: str) -> _Votes:
+    def _pairwise(self, V: Any, pairwise: bool, name: str) -> PairVotes:
         """The pairwise votes, with list lengths and positions (None if pairwise)."""
-        n = self.space.n_items
-        if pairwise:
-            return _Votes(check_pairwise(V, n), None, None)
-        try:
-            arr = check_votes(V, n)
-        except ValueError as err:
-            raise ValueError(
-                f"{name}: {err} Votes are (n_rows, n_lfs, n_items) orderings padded "
-                "with -1; pass pairwise=True for (n_rows, n_lfs, n_pairs) signed pairs."
-            ) from None
-        pos = vote_positions(arr)
-        i, j = pair_index(n)
-        S = np.sign(pos[..., j] - pos[..., i]).astype(np.int8)
-        return _Votes(S, _list_lengths(arr), pos)
+        return pair_votes(V, self.space.n_items, pairwise, name)
 
     def _chunk_stats(
         self, block: Any, pairwise: bool, n_lfs: int | None
@@ -470,134 +440,25 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
         return pairs
 
     # -- dev rows ------------------------------------------------------------------------
-    def _dev_params(
-        self, votes: _Votes, Y: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Maximum-likelihood (theta, gap slope) of each LF from labeled rows."""
-        S, k, pos = votes
-        m = S.shape[1]
-        t = pair_signs(Y)
-        if self.noise_ == "position":
-            hit = (S * t[:, None, :] > 0).transpose(0, 2, 1).reshape(-1, m)
-            voted = (S != 0).transpose(0, 2, 1).reshape(-1, m)
-            x = gap_features(pos).transpose(0, 2, 1).reshape(-1, m)
-            n = self.space.n_items
-            levels = np.arange(n - 1) / max(n - 1, 1)
-            level = np.clip(np.rint(x * max(n - 1, 1)), 0, n - 2).astype(np.int64)
-            out = np.zeros((2, m))
-            for a in range(m):
-                tot = np.bincount(level[voted[:, a], a], minlength=n - 1).astype(float)
-                agr = np.bincount(level[hit[:, a], a], minlength=n - 1).astype(float)
-                keep = tot > 0
-                if keep.any():
-                    out[:, a] = logistic_fit(
-                        levels[keep], agr[keep], tot[keep], np.zeros(2)
-                    )
-            return out[0], out[1]
-        return self._dev_theta(S, k, t), np.zeros(m)
-
-    def _dev_theta(
-        self, S: np.ndarray, k: np.ndarray | None, t: np.ndarray
-    ) -> np.ndarray:
-        """Maximum-likelihood theta of each LF from labeled rows (closed form)."""
-        D = (np.abs(S).sum(axis=(0, 2)) - np.einsum("rap,rp->a", S, t)) / 2
-        if self.noise_ == "mallows":
-            n = self.space.n_items
-            counts = np.stack(
-                [np.bincount(k[:, a], minlength=n + 1) for a in range(S.shape[1])]
-            )
-            return np.asarray(theta_from_disagreements(D, n, counts))
-        ordered = np.abs(S).sum(axis=(0, 2))
-        eps = np.clip((D + 0.5) / (ordered + 1.0), 1e-6, 0.5)  # add-half smoothing
-        return np.minimum(np.log((1 - eps) / eps), THETA_MAX)
-
     def _choose_on_dev(self, V_dev: Any, Y_dev: Any) -> None:
-        votes = self._pairwise(V_dev, self._pairwise_input, "V_dev")
-        S = votes.S
-        Y = check_orderings(Y_dev, self.space.n_items, name="Y_dev")
-        if S.shape[0] != Y.shape[0] or S.shape[1] != self.n_lfs_:
-            raise ValueError(
-                f"V_dev has shape {S.shape[:2]} (rows, LFs) and Y_dev {Y.shape[0]} rows; "
-                f"expected matching rows and {self.n_lfs_} LFs."
-            )
-        n_dev, m = Y.shape[0], self.n_lfs_
-        votes = votes._replace(S=S.astype(np.float32))
-        dev_params = self._dev_params(votes, Y)
-        mean = float(np.mean(dev_params[0]))
-        scale = mean if mean > 0 else 1.0
-        flat = np.zeros(m)
-        candidates: dict[str, tuple[np.ndarray, np.ndarray]] = {
-            "label model": (self.theta_unsupervised_, self.gap_slope_unsupervised_),
-            "equal weights": (np.full(m, scale), flat),
-        }
-        for a in range(m):
-            w = np.full(m, SINGLE_LF_TIE_WEIGHT * scale)
-            w[a] = scale
-            candidates[f"LF {a} first"] = (w, flat)
-        errors = {
-            name: kendall_tau_distance(self._decode(votes, *params), Y)
-            for name, params in candidates.items()
-        }
-        # Weights from the labeled rows: scored on held-out folds only.
-        folds = check_seed(self.seed).permutation(n_dev) % min(DEV_FOLDS, n_dev)
-        cv = np.empty(n_dev)
-        for f in np.unique(folds):
-            held = folds == f
-            train = _Votes(*(None if v is None else v[~held] for v in votes))
-            test = _Votes(*(None if v is None else v[held] for v in votes))
-            params = self._dev_params(train, Y[~held])
-            cv[held] = kendall_tau_distance(self._decode(test, *params), Y[held])
-        errors["dev weights"] = cv
-        candidates["dev weights"] = dev_params
-        base = errors["label model"]
-
-        def paired_se(e: np.ndarray) -> float:
-            """Standard error of the mean difference to the unsupervised model."""
-            return (
-                float(np.std(e - base, ddof=1) / np.sqrt(n_dev))
-                if n_dev > 1
-                else np.inf
-            )
-
-        scores = pd.DataFrame(
-            {
-                "score": {c: float(e.mean()) for c, e in errors.items()},
-                "se_vs_label_model": {c: paired_se(e) for c, e in errors.items()},
-            }
+        choice = choose_on_dev(
+            self._pairwise(V_dev, self._pairwise_input, "V_dev"),
+            Y_dev,
+            unsupervised=(self.theta_unsupervised_, self.gap_slope_unsupervised_),
+            decode=self._decode,
+            noise=self.noise_,
+            n_items=self.space.n_items,
+            seed=self.seed,
         )
-        scores.index.name = "candidate"
-        best = str(scores["score"].idxmin())
-        gain = scores.loc["label model", "score"] - scores.loc[best, "score"]
-        if (
-            best != "label model"
-            and gain <= DEV_MIN_SE * scores.loc[best, "se_vs_label_model"]
-        ):
-            # Among a dozen candidates the best score on a hundred rows is partly luck
-            # (the winner's curse): the labels overrule the model only by a margin.
-            _warnings.warn(
-                f"The labeled rows favour {best!r} over the unsupervised label model "
-                f"(mean Kendall distance {scores.loc[best, 'score']:.4g} against "
-                f"{scores.loc['label model', 'score']:.4g}), but by less than "
-                f"{DEV_MIN_SE:g} standard error of the difference, so the unsupervised "
-                "model is kept (see dev_scores_). Label more rows to let them decide.",
-                IdentifiabilityWarning,
-                stacklevel=3,
-            )
-            best = "label model"
-        self.dev_scores_ = scores
-        self.choice_ = best
-        self.theta_ = np.asarray(candidates[best][0], dtype=np.float64).copy()
-        self.gap_slope_ = np.asarray(candidates[best][1], dtype=np.float64).copy()
-        # How often the pseudolabels are right, measured where some LF votes.
-        z = pair_signs(self._decode(votes, self.theta_, self.gap_slope_))
-        voted = np.any(S != 0, axis=1)
-        self.dev_pair_accuracy_ = (
-            float(np.mean((z * pair_signs(Y) > 0)[voted])) if voted.any() else None
-        )
+        self.dev_scores_ = choice.scores
+        self.choice_ = choice.name
+        self.theta_ = choice.theta
+        self.gap_slope_ = choice.gap_slope
+        self.dev_pair_accuracy_ = choice.pair_accuracy
 
     # -- prediction ----------------------------------------------------------------------
     def _margins(
-        self, votes: _Votes, theta: np.ndarray, slope: np.ndarray
+        self, votes: PairVotes, theta: np.ndarray, slope: np.ndarray
     ) -> np.ndarray:
         """(n_rows, n_pairs) summed weight of the votes for i before j minus j before i."""
         S = votes.S
@@ -609,7 +470,7 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
         return np.einsum("rap,rap->rp", S.astype(np.float64), w)
 
     def _decode(
-        self, votes: _Votes, theta: np.ndarray, slope: np.ndarray
+        self, votes: PairVotes, theta: np.ndarray, slope: np.ndarray
     ) -> np.ndarray:
         """Weighted Kemeny orderings of the votes under weights (theta, slope)."""
         n = self.space.n_items
@@ -617,9 +478,7 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
         n_rows = votes.S.shape[0]
         out = np.empty((n_rows, n), dtype=np.int64)
         for start in range(0, n_rows, _DECODE_ROWS):
-            block = _Votes(
-                *(None if v is None else v[start : start + _DECODE_ROWS] for v in votes)
-            )
+            block = votes.take(slice(start, start + _DECODE_ROWS))
             g = self._margins(block, theta, slope)
             C = np.zeros((g.shape[0], n, n))
             C[:, i, j] = np.maximum(g, 0)
@@ -627,7 +486,7 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
             out[start : start + _DECODE_ROWS] = kemeny_rank(C, self.decoder)
         return out
 
-    def _votes_for_predict(self, V: Any, pairwise: bool | None) -> _Votes:
+    def _votes_for_predict(self, V: Any, pairwise: bool | None) -> PairVotes:
         check_is_fitted(self, "theta_")
         if pairwise is None:
             pairwise = self._pairwise_input
@@ -689,7 +548,7 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
         votes = self._votes_for_predict(V, pairwise)
         return self._posterior(votes, method, n_sweeps)
 
-    def _posterior(self, votes: _Votes, method: str, n_sweeps: int) -> np.ndarray:
+    def _posterior(self, votes: PairVotes, method: str, n_sweeps: int) -> np.ndarray:
         g = self._margins(votes, self.theta_, self.gap_slope_)
         if method == "independent":
             return expit(g)

@@ -27,10 +27,10 @@ from snorkel_structured.labeling.manifold import (
     ManifoldPandasParallelApplier,
     manifold_labeling_function,
 )
+from snorkel_structured.labeling.ranking_analysis import RankingLFAnalysis
 from snorkel_structured.labeling.rankings import (
     RankingDaskApplier,
     RankingLabelingFunction,
-    RankingLFAnalysis,
     RankingPandasApplier,
     RankingPandasParallelApplier,
     ranking_labeling_function,

@@ -28,26 +28,88 @@ MIN_RATIO = 2.0
 MIN_Z = 4.0
 
 
-def _fit_log_rank_one(logA: np.ndarray, usable: np.ndarray) -> np.ndarray | None:
-    """Least-squares ``l`` with ``logA[a, b] ~ l_a + l_b`` over usable pairs; None if
-    the usable pairs do not determine every ``l_a`` (a rank-deficient design).
-
-    Unweighted on purpose: weighting by the inverse variance of ``log A_ab`` (large
-    for agreements near 1) lets a strongly dependent pair pull the fit towards it;
-    on the long-list tasks it flagged the wrong pairs.
-    """
-    m = logA.shape[0]
+def _design(usable: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(a, b, X) of the usable pairs, X the (pairs, LFs) design of ``l_a + l_b``;
+    None if the pairs do not determine every ``l_a`` (a rank-deficient design)."""
+    m = usable.shape[0]
     a, b = np.nonzero(np.triu(usable, 1))
     X = np.zeros((a.size, m))
     X[np.arange(a.size), a] = 1.0
     X[np.arange(a.size), b] = 1.0
     if a.size < m or np.linalg.matrix_rank(X) < m:
         return None
-    return np.linalg.lstsq(X, logA[a, b], rcond=None)[0]
+    return a, b, X
+
+
+def _fit_log_rank_one(
+    logA: np.ndarray, usable: np.ndarray, robust: bool = False
+) -> np.ndarray | None:
+    """``l`` with ``logA[a, b] ~ l_a + l_b`` over the usable pairs (None if they do
+    not determine it): least squares, or least absolute deviations (``robust``, by
+    iteratively reweighted least squares), which a minority of dependent pairs
+    cannot pull."""
+    design = _design(usable)
+    if design is None:
+        return None
+    a, b, X = design
+    y = logA[a, b]
+    ell = np.linalg.lstsq(X, y, rcond=None)[0]
+    for _ in range(100 if robust else 0):
+        root = 1.0 / np.sqrt(np.maximum(np.abs(y - X @ ell), 1e-3))
+        new = np.linalg.lstsq(X * root[:, None], y * root, rcond=None)[0]
+        done = np.max(np.abs(new - ell)) < 1e-9
+        ell = new
+        if done:
+            break
+    return ell
+
+
+def _flag(
+    A: np.ndarray, logA: np.ndarray, usable: np.ndarray, n_eff: np.ndarray, robust: bool
+) -> list[tuple[int, int]]:
+    """Pairs flagged one at a time, each judged by a fit that leaves it out."""
+    usable = usable.copy()
+    flagged: list[tuple[int, int]] = []
+    while True:
+        best, best_ratio = None, MIN_RATIO
+        for a, b in zip(*np.nonzero(np.triu(usable, 1)), strict=True):
+            others = usable.copy()
+            others[a, b] = others[b, a] = False
+            ell = _fit_log_rank_one(logA, others, robust)
+            if ell is None:
+                continue  # the other pairs do not determine l_a and l_b
+            p0 = (1 - min(np.exp(ell[a] + ell[b]), 1.0)) / 2  # predicted disagreement
+            p = (1 - A[a, b]) / 2
+            ratio = p0 / max(p, 1e-12)
+            z = (p0 - p) / np.sqrt(max(p0 * (1 - p0), 1e-12) / n_eff[a, b])
+            if ratio >= best_ratio and z >= MIN_Z:
+                best, best_ratio = (int(a), int(b)), ratio
+        if best is None:
+            return flagged
+        usable[best] = usable[best[::-1]] = False
+        flagged.append(best)
+
+
+def _residual_variance(logA: np.ndarray, usable: np.ndarray) -> float:
+    """Least-squares residual variance of the rank-one fit (per degree of freedom)."""
+    design = _design(usable)
+    if design is None:
+        return np.inf
+    a, b, X = design
+    ell = np.linalg.lstsq(X, logA[a, b], rcond=None)[0]
+    dof = a.size - X.shape[1]
+    return float(np.sum((logA[a, b] - X @ ell) ** 2) / dof) if dof > 0 else np.inf
 
 
 def detect_dependent_pairs(stats: RankingStats) -> list[tuple[int, int]]:
     """Pairs of LFs that share a source (see the module docstring).
+
+    Two searches run: one judges each pair by a least-squares fit to the others, the
+    other by a least-absolute-deviations fit. Least squares misses a cluster of 3
+    or more LFs that share a source (their pairs confirm each other); least absolute
+    deviations can take the few pairs among accurate LFs for the outliers when many
+    weak LFs share a source. The flagged set kept is the one whose remaining pairs
+    fit the rank-one model best (smallest residual variance).
 
     Parameters
     ----------
@@ -66,25 +128,18 @@ def detect_dependent_pairs(stats: RankingStats) -> list[tuple[int, int]]:
         logA = np.log(A)
     usable = np.isfinite(logA) & (A > 0) & (n_eff >= 10)
     np.fill_diagonal(usable, False)
-    flagged: list[tuple[int, int]] = []
-    while True:
-        best, best_ratio = None, MIN_RATIO
-        for a, b in zip(*np.nonzero(np.triu(usable, 1)), strict=True):
-            others = usable.copy()
-            others[a, b] = others[b, a] = False
-            ell = _fit_log_rank_one(logA, others)
-            if ell is None:
-                continue  # the other pairs do not determine l_a and l_b
-            p0 = (1 - min(np.exp(ell[a] + ell[b]), 1.0)) / 2  # predicted disagreement
-            p = (1 - A[a, b]) / 2
-            ratio = p0 / max(p, 1e-12)
-            z = (p0 - p) / np.sqrt(max(p0 * (1 - p0), 1e-12) / n_eff[a, b])
-            if ratio >= best_ratio and z >= MIN_Z:
-                best, best_ratio = (int(a), int(b)), ratio
-        if best is None:
-            return flagged
-        usable[best] = usable[best[::-1]] = False
-        flagged.append(best)
+    best, best_var = [], _residual_variance(logA, usable)
+    for robust in (False, True):
+        flagged = _flag(A, logA, usable, n_eff, robust)
+        if not flagged:
+            continue
+        rest = usable.copy()
+        for a, b in flagged:
+            rest[a, b] = rest[b, a] = False
+        var = _residual_variance(logA, rest)
+        if var < best_var:
+            best, best_var = flagged, var
+    return best
 
 
 def clusters_of(pairs: list[tuple[int, int]], n_lfs: int) -> np.ndarray:

@@ -1,0 +1,42 @@
+"""How the losses of :mod:`snorkel_structured.torch` turn per-row losses into one.
+
+Both the Q^-1 label loss and the RankNet pair loss take ``reduction`` (over rows) and
+``clip`` (each row's loss clamped below, or None for the unbiased loss); they check
+and apply them here. Imported only by the torch-side modules.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+__all__ = ["REDUCTIONS", "check_reduction", "reduce_rows"]
+
+REDUCTIONS = ("mean", "sum", "none")
+
+
+def check_reduction(reduction: Any, clip: Any) -> None:
+    """Raise ValueError for an unknown ``reduction`` or a ``clip`` that is not a finite float."""
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"reduction must be one of {REDUCTIONS}; got {reduction!r}.")
+    if clip is not None and (
+        isinstance(clip, bool)
+        or not isinstance(clip, (int, float))
+        or not np.isfinite(clip)
+    ):
+        raise ValueError(
+            f"clip must be None (unbiased) or a finite float (e.g. 0.0); got {clip!r}."
+        )
+
+
+def reduce_rows(row: torch.Tensor, reduction: str, clip: float | None) -> torch.Tensor:
+    """Each row's loss clamped below at ``clip`` (if given), then reduced over rows."""
+    if clip is not None:
+        row = torch.clamp(row, min=float(clip))
+    if reduction == "mean":
+        return row.mean()
+    if reduction == "sum":
+        return row.sum()
+    return row

@@ -1,0 +1,202 @@
+"""A few labeled rows choose RankingLabelModel's weights, by their Kendall distance.
+
+The candidates are weight sets ``(theta, gap slope)`` of the same model, so the choice
+keeps ``predict``, ``predict_proba`` and the loss weights consistent:
+
+- ``label model``: the unsupervised estimates;
+- ``equal weights``: one weight for every LF (unweighted Kemeny);
+- ``LF <a> first``: LF a's weight, the others at ``SINGLE_LF_TIE_WEIGHT`` of it (they
+  only order what LF a leaves unordered);
+- ``dev weights``: each LF's maximum-likelihood weights from the labeled rows,
+  scored by ``DEV_FOLDS``-fold cross-validation (fitted on the other folds).
+
+Each candidate is scored by its mean normalized Kendall distance on the labeled rows.
+The best replaces the unsupervised model only when it beats it by more than
+``DEV_MIN_SE`` standard errors of the paired difference; otherwise a warning says
+so and the unsupervised model stays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from snorkel_structured import _warnings
+from snorkel_structured._validation import check_seed
+from snorkel_structured.exceptions import IdentifiabilityWarning
+from snorkel_structured.label_model._dev_choice import DEV_MIN_SE
+from snorkel_structured.label_model._ranking_votes import PairVotes
+from snorkel_structured.rankings._votes import check_orderings, kendall_tau_distance
+from snorkel_structured.rankings.estimate import gap_features, logistic_fit, pair_signs
+from snorkel_structured.rankings.mallows import THETA_MAX, theta_from_disagreements
+
+__all__ = ["DEV_FOLDS", "SINGLE_LF_TIE_WEIGHT", "RankingDevChoice", "choose_on_dev"]
+
+# Folds of the cross-validation that scores weights estimated from labeled rows.
+DEV_FOLDS = 5
+# A single LF as a candidate: its weight, with the others at this fraction of theirs
+# (they only order what the LF leaves unordered).
+SINGLE_LF_TIE_WEIGHT = 1e-3
+
+# Weighted Kemeny orderings of votes under weights (theta, gap slope).
+Decoder = Callable[[PairVotes, np.ndarray, np.ndarray], np.ndarray]
+
+
+class RankingDevChoice(NamedTuple):
+    """The chosen candidate's name and weights, every candidate's scores, and the
+    fraction of the labeled rows' voted pairs the chosen weights order rightly."""
+
+    name: str
+    theta: np.ndarray
+    gap_slope: np.ndarray
+    scores: pd.DataFrame
+    pair_accuracy: float | None
+
+
+def _dev_theta(
+    S: np.ndarray, k: np.ndarray | None, t: np.ndarray, noise: str, n_items: int
+) -> np.ndarray:
+    """Maximum-likelihood theta of each LF from labeled rows (closed form)."""
+    D = (np.abs(S).sum(axis=(0, 2)) - np.einsum("rap,rp->a", S, t)) / 2
+    if noise == "mallows":
+        counts = np.stack(
+            [np.bincount(k[:, a], minlength=n_items + 1) for a in range(S.shape[1])]
+        )
+        return np.asarray(theta_from_disagreements(D, n_items, counts))
+    ordered = np.abs(S).sum(axis=(0, 2))
+    eps = np.clip((D + 0.5) / (ordered + 1.0), 1e-6, 0.5)  # add-half smoothing
+    return np.minimum(np.log((1 - eps) / eps), THETA_MAX)
+
+
+def _dev_params(
+    votes: PairVotes, Y: np.ndarray, noise: str, n_items: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Maximum-likelihood (theta, gap slope) of each LF from labeled rows."""
+    S, k, pos = votes
+    m = S.shape[1]
+    t = pair_signs(Y)
+    if noise != "position":
+        return _dev_theta(S, k, t, noise, n_items), np.zeros(m)
+    hit = (S * t[:, None, :] > 0).transpose(0, 2, 1).reshape(-1, m)
+    voted = (S != 0).transpose(0, 2, 1).reshape(-1, m)
+    x = gap_features(pos).transpose(0, 2, 1).reshape(-1, m)
+    levels = np.arange(n_items - 1) / max(n_items - 1, 1)
+    level = np.clip(np.rint(x * max(n_items - 1, 1)), 0, n_items - 2).astype(np.int64)
+    out = np.zeros((2, m))
+    for a in range(m):
+        tot = np.bincount(level[voted[:, a], a], minlength=n_items - 1).astype(float)
+        agr = np.bincount(level[hit[:, a], a], minlength=n_items - 1).astype(float)
+        keep = tot > 0
+        if keep.any():
+            out[:, a] = logistic_fit(levels[keep], agr[keep], tot[keep], np.zeros(2))
+    return out[0], out[1]
+
+
+def choose_on_dev(
+    votes: PairVotes,
+    Y_dev: Any,
+    *,
+    unsupervised: tuple[np.ndarray, np.ndarray],
+    decode: Decoder,
+    noise: str,
+    n_items: int,
+    seed: Any,
+) -> RankingDevChoice:
+    """The candidate of least mean Kendall distance on the labeled rows.
+
+    Parameters
+    ----------
+    votes : PairVotes
+        The labeled rows' votes.
+    Y_dev : array-like of int of shape (n_dev, n_items)
+        Their true orderings.
+    unsupervised : (theta, gap slope)
+        The unsupervised estimates, each of shape (n_lfs,).
+    decode : callable
+        ``decode(votes, theta, gap_slope)``: the weighted Kemeny orderings.
+    noise : str
+        The fitted noise model (``"position"``, ``"mallows"`` or ``"pairwise"``).
+    n_items : int
+    seed : None, int or numpy.random.Generator
+        Draws the folds.
+
+    Returns
+    -------
+    RankingDevChoice
+    """
+    S = votes.S
+    m = unsupervised[0].shape[0]
+    Y = check_orderings(Y_dev, n_items, name="Y_dev")
+    if S.shape[0] != Y.shape[0] or S.shape[1] != m:
+        raise ValueError(
+            f"V_dev has shape {S.shape[:2]} (rows, LFs) and Y_dev {Y.shape[0]} rows; "
+            f"expected matching rows and {m} LFs."
+        )
+    n_dev = Y.shape[0]
+    votes = votes._replace(S=S.astype(np.float32))
+    dev_params = _dev_params(votes, Y, noise, n_items)
+    mean = float(np.mean(dev_params[0]))
+    scale = mean if mean > 0 else 1.0
+    flat = np.zeros(m)
+    candidates: dict[str, tuple[np.ndarray, np.ndarray]] = {
+        "label model": unsupervised,
+        "equal weights": (np.full(m, scale), flat),
+    }
+    for a in range(m):
+        w = np.full(m, SINGLE_LF_TIE_WEIGHT * scale)
+        w[a] = scale
+        candidates[f"LF {a} first"] = (w, flat)
+    errors = {
+        name: kendall_tau_distance(decode(votes, *params), Y)
+        for name, params in candidates.items()
+    }
+    # Weights from the labeled rows: scored on held-out folds only.
+    folds = check_seed(seed).permutation(n_dev) % min(DEV_FOLDS, n_dev)
+    cv = np.empty(n_dev)
+    for f in np.unique(folds):
+        held = folds == f
+        params = _dev_params(votes.take(~held), Y[~held], noise, n_items)
+        cv[held] = kendall_tau_distance(decode(votes.take(held), *params), Y[held])
+    errors["dev weights"] = cv
+    candidates["dev weights"] = dev_params
+    base = errors["label model"]
+
+    def paired_se(e: np.ndarray) -> float:
+        """Standard error of the mean difference to the unsupervised model."""
+        return float(np.std(e - base, ddof=1) / np.sqrt(n_dev)) if n_dev > 1 else np.inf
+
+    scores = pd.DataFrame(
+        {
+            "score": {c: float(e.mean()) for c, e in errors.items()},
+            "se_vs_label_model": {c: paired_se(e) for c, e in errors.items()},
+        }
+    )
+    scores.index.name = "candidate"
+    best = str(scores["score"].idxmin())
+    gain = scores.loc["label model", "score"] - scores.loc[best, "score"]
+    if (
+        best != "label model"
+        and gain <= DEV_MIN_SE * scores.loc[best, "se_vs_label_model"]
+    ):
+        # Among a dozen candidates the best score on a hundred rows is partly luck
+        # (the winner's curse): the labels overrule the model only by a margin.
+        _warnings.warn(
+            f"The labeled rows favour {best!r} over the unsupervised label model "
+            f"(mean Kendall distance {scores.loc[best, 'score']:.4g} against "
+            f"{scores.loc['label model', 'score']:.4g}), but by less than "
+            f"{DEV_MIN_SE:g} standard error of the difference, so the unsupervised "
+            "model is kept (see dev_scores_). Label more rows to let them decide.",
+            IdentifiabilityWarning,
+            stacklevel=4,  # the caller of RankingLabelModel.fit
+        )
+        best = "label model"
+    theta = np.asarray(candidates[best][0], dtype=np.float64).copy()
+    slope = np.asarray(candidates[best][1], dtype=np.float64).copy()
+    # How often the pseudolabels are right, measured where some LF votes.
+    z = pair_signs(decode(votes, theta, slope))
+    voted = np.any(S != 0, axis=1)
+    accuracy = float(np.mean((z * pair_signs(Y) > 0)[voted])) if voted.any() else None
+    return RankingDevChoice(best, theta, slope, scores, accuracy)
