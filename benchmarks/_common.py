@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -19,3 +23,20 @@ def environment() -> dict:
         "cpu": platform.processor() or platform.machine(),
         "n_cpus": os.cpu_count(),
     }
+
+
+def log(msg: str) -> None:
+    """Progress to stderr, so that stdout holds only the tables."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+def median_time(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
+    """Median wall time of ``fn`` over ``repeats`` runs after one warm-up, and its
+    last result."""
+    out = fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times)), out

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -37,23 +36,7 @@ import numpy as np
 import snorkel_structured as ss
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import environment  # noqa: E402
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def median_time(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
-    """Median wall time of ``fn`` over ``repeats`` runs after one warm-up, and its
-    last result."""
-    out = fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times)), out
+from _common import environment, log, median_time  # noqa: E402
 
 
 def quiet(fn: Callable[[], Any]) -> Callable[[], Any]:

@@ -71,6 +71,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import log, median_time  # noqa: E402
 
 SECTIONS = ["recovery", "speed", "memory", "decoding", "real"]
 THETA = (0.05, 0.1, 0.2, 0.3, 0.5)
@@ -79,10 +80,6 @@ SETTINGS = {
     "all top-10": (10, 10, 10, 10, 10),
     "full / top-5 mix": (None, 5, None, 5, None),
 }
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 def ru_maxrss_mb() -> float:
@@ -107,18 +104,6 @@ def peak_rss_mb() -> float:
     except OSError:
         pass
     return ru_maxrss_mb()
-
-
-def median_time(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
-    """Median wall time of ``fn`` over ``repeats`` runs after one warm-up, and its
-    last result."""
-    out = fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times)), out
 
 
 def quiet(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
