@@ -283,6 +283,17 @@ def initial_orderings(g: np.ndarray, n_items: int) -> np.ndarray:
     return np.argsort(-score, axis=1, kind="stable")
 
 
+def _unmeasured_sweeps(n_items: int) -> int:
+    """Sweeps that advance the chains between two EM updates before any is measured.
+
+    Adjacent swaps move an item one place per sweep, so the chains need more sweeps
+    to follow a change of theta on longer lists; measured right after the update,
+    they lag behind it and bias theta (at 50 items: +48% on the least accurate of
+    five LFs with 2 sweeps per update, +15% with 10).
+    """
+    return max(0, n_items // 10 - 1)
+
+
 def estimate_theta(
     stats: RankingStats,
     noise: str,
@@ -330,7 +341,7 @@ def estimate_theta(
     history = []
     for it in range(max_iter):
         g = pair_margins(St, theta * scale, n_p)
-        gibbs_sweeps(g, Y, burn_in if it == 0 else 0, rng)
+        gibbs_sweeps(g, Y, burn_in if it == 0 else _unmeasured_sweeps(n_items), rng)
         D = np.zeros(stats.n_lfs)
         for _ in range(sweeps_per_iter):
             gibbs_sweeps(g, Y, 1, rng)
@@ -454,7 +465,7 @@ def estimate_position_weights(
     history = []
     for it in range(max_iter):
         g = margins()
-        gibbs_sweeps(g, Y, burn_in if it == 0 else 0, rng)
+        gibbs_sweeps(g, Y, burn_in if it == 0 else _unmeasured_sweeps(n_items), rng)
         agree = np.zeros(m * n_lev)
         for _ in range(sweeps_per_iter):
             gibbs_sweeps(g, Y, 1, rng)
