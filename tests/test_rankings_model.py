@@ -430,3 +430,23 @@ def test_a_cluster_of_three_sharing_a_noise_source_is_found():
     naive = ss.RankingLabelModel(ss.Rankings(n), seed=0, dependencies=None).fit(V)
     assert d_model < kendall_tau_distance(naive.predict(V), Y).mean() - 0.02
     assert d_model < kendall_tau_distance(borda(V), Y).mean()
+
+
+def test_weights_without_evidence_give_way():
+    space = ss.Rankings(8)
+    # Only random orderings: no evidence any LF beats chance -> equal, tiny weights.
+    V = np.stack([space.random_point(2000, seed=s) for s in range(4)], axis=1)
+    with pytest.warns(IdentifiabilityWarning, match="no evidence that any LF"):
+        lm = ss.RankingLabelModel(space, seed=0).fit(V)
+    np.testing.assert_allclose(lm.theta_, lm.theta_[0])
+    np.testing.assert_allclose(lm.predict_proba(V[:3]), 0.5, atol=0.01)
+    # One random LF among informative ones gets weight 0.
+    V, Y = _mallows_votes(2000, 8, [0.4, 0.6, 0.8], 8, seed=160)
+    V = np.concatenate([V, space.random_point(2000, seed=9)[:, None, :]], axis=1)
+    with pytest.warns(IdentifiabilityWarning, match="LF 3 agrees with no other LF"):
+        lm = ss.RankingLabelModel(space, seed=0).fit(V)
+    assert lm.theta_[3] == 0.0 and lm.gap_slope_[3] == 0.0 and np.all(lm.theta_[:3] > 0)
+    # Exact copies look like perfect LFs: the model says it cannot tell.
+    copies = np.repeat(V[:, :1], 3, axis=1)
+    with pytest.warns(IdentifiabilityWarning, match="cannot tell"):
+        ss.RankingLabelModel(space, seed=0, dependencies=None).fit(copies)
