@@ -98,7 +98,9 @@ def _methods(
 
     # A model whose weights are set by hand decodes by the label model's decoder.
     decoder = RankingLabelModel(space, noise="pairwise", dependencies=None)
-    decoder.fit(task.V_train[: min(200, len(task.V_train))])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # its weights are replaced below
+        decoder.fit(task.V_train[: min(200, len(task.V_train))])
 
     def kemeny(weights: np.ndarray) -> np.ndarray:
         decoder.theta_ = np.asarray(weights, dtype=np.float64)
