@@ -45,7 +45,6 @@ ORACLE = "Kemeny, true accuracies"
 BEST_LF = "best single LF"
 LIST_METHODS = (LABEL_MODEL, LABEL_MODEL_DEV, *UNWEIGHTED, UWS, ORACLE, BEST_LF)
 N_DEV = 100
-SINGLE_LF_TIE_WEIGHT = 1e-3
 
 
 def uws_pair_error_rates(V: np.ndarray) -> np.ndarray:
@@ -81,6 +80,7 @@ def _methods(
 ) -> dict[str, Callable[[], tuple[np.ndarray, str]]]:
     """Method name -> a thunk returning (test orderings, note)."""
     from snorkel_structured.datasets.long_rankings import pairwise_accuracy
+    from snorkel_structured.label_model._ranking_dev import SINGLE_LF_TIE_WEIGHT
     from snorkel_structured.label_model.ranking import RankingLabelModel
     from snorkel_structured.spaces.rankings import Rankings
 

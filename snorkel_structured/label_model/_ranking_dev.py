@@ -27,7 +27,7 @@ import pandas as pd
 from snorkel_structured import _warnings
 from snorkel_structured._validation import check_seed
 from snorkel_structured.exceptions import IdentifiabilityWarning
-from snorkel_structured.label_model._dev_choice import DEV_MIN_SE
+from snorkel_structured.label_model._dev_choice import DEV_FOLDS, DEV_MIN_SE
 from snorkel_structured.label_model._ranking_votes import PairVotes
 from snorkel_structured.rankings._votes import check_orderings, kendall_tau_distance
 from snorkel_structured.rankings.estimate import gap_features, logistic_fit, pair_signs
@@ -35,8 +35,6 @@ from snorkel_structured.rankings.mallows import THETA_MAX, theta_from_disagreeme
 
 __all__ = ["DEV_FOLDS", "SINGLE_LF_TIE_WEIGHT", "RankingDevChoice", "choose_on_dev"]
 
-# Folds of the cross-validation that scores weights estimated from labeled rows.
-DEV_FOLDS = 5
 # A single LF as a candidate: its weight, with the others at this fraction of theirs
 # (they only order what the LF leaves unordered).
 SINGLE_LF_TIE_WEIGHT = 1e-3
