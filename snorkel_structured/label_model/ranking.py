@@ -285,7 +285,7 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
             )
         if self.noise not in ("auto", *NOISE_MODELS):
             raise ValueError(
-                f"noise must be 'auto', 'mallows' or 'pairwise'; got {self.noise!r}."
+                f"noise must be one of {('auto', *NOISE_MODELS)}; got {self.noise!r}."
             )
         check_scalar(self.max_sample_rows, "max_sample_rows", kind="int", low=1)
         check_scalar(self.max_iter, "max_iter", kind="int", low=1)
