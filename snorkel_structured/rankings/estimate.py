@@ -1,29 +1,34 @@
-"""Each ranking LF's dispersion theta, from unlabeled votes, without enumerating S_n.
+"""Each ranking LF's weight on the pairs it orders, from unlabeled votes.
 
-Two noise models share the posterior ``P(y | votes) ~ exp(-sum_a theta_a d_a(y))``,
-``d_a`` the number of pairs LF a orders against y:
+Three noise models share the posterior ``P(y | votes) ~ exp(-sum_a sum_p w_ap
+[y orders pair p against LF a])``, a weighted Kemeny problem:
 
-- ``"mallows"``: LF a's vote is a top-k Mallows draw around y (votes given as lists,
-  see :mod:`~snorkel_structured.rankings.mallows`);
+- ``"mallows"``: LF a's vote is a top-k Mallows draw around y, ``w_ap = theta_a``
+  (votes given as lists, see :mod:`~snorkel_structured.rankings.mallows`);
 - ``"pairwise"``: each pair LF a orders is flipped independently with probability
-  ``1 / (1 + exp(theta_a))`` (any partial order, votes given in pairwise form).
+  ``1 / (1 + exp(theta_a))``, ``w_ap = theta_a`` (any partial order);
+- ``"position"``: as ``"pairwise"``, with ``w_ap = theta_a + slope_a x_ap``, x the
+  pair's gap in a's list scaled to [0, 1] (:func:`estimate_position_weights`).
 
 Estimation, in two steps:
 
 1. **Triplets, closed form.** For two LFs that are independent given y, the mean of
    ``s_a s_b`` over the pairs both order is ``mu_a mu_b``, with ``mu_a = 1 - 2 eps_a``
    and ``eps_a`` LF a's rate of disagreement with y. So ``mu_a^2 = A_ab A_ac / A_bc``
-   for any other two LFs b, c (the median over them is taken). This is exact under
-   the pairwise model and a good start under Mallows, whose flips concentrate on
-   pairs that y puts close together.
+   for any other two LFs b, c, all three taken over the pairs the three LFs order
+   (the median over b, c is taken). This is exact under the pairwise model and a
+   good start under Mallows, whose flips concentrate on pairs that y puts close
+   together.
 2. **Likelihood, by Monte Carlo EM.** On a random sample of rows, Gibbs chains
    (adjacent swaps) draw y from the current posterior; the M-step matches each LF's
-   expected disagreements (the sufficient statistic of both models) to the model's.
-   The chains persist across iterations and the last iterations are averaged.
+   expected disagreements (the sufficient statistic of the first two models) to the
+   model's, or fits a logistic curve of agreement on the gap (the third). The
+   chains persist across iterations and the last iterations are averaged.
 
 :class:`RankingStats` holds what a pass over the rows yields: the pairwise agreement
-sums (for the triplets) and a bottom-k sample of rows by random key (for the EM).
-Both add across chunks, so ``partial_fit`` and Dask reduce by ``+``.
+sums (for the dependency test) and a bottom-k sample of rows by random key (for the
+triplets and the EM). Both add across chunks, so ``partial_fit`` and Dask reduce by
+``+``.
 """
 
 from __future__ import annotations
