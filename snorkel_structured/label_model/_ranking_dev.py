@@ -30,8 +30,16 @@ from snorkel_structured.exceptions import IdentifiabilityWarning
 from snorkel_structured.label_model._dev_choice import DEV_FOLDS, DEV_MIN_SE
 from snorkel_structured.label_model._ranking_votes import PairVotes
 from snorkel_structured.rankings._votes import check_orderings, kendall_tau_distance
-from snorkel_structured.rankings.estimate import gap_features, logistic_fit, pair_signs
-from snorkel_structured.rankings.mallows import THETA_MAX, theta_from_disagreements
+from snorkel_structured.rankings.estimate import (
+    fit_gap_curves,
+    gap_cells,
+    gap_counts,
+    gap_features,
+    k_histogram,
+    pair_signs,
+    theta_from_rate,
+)
+from snorkel_structured.rankings.mallows import theta_from_disagreements
 
 __all__ = ["DEV_FOLDS", "SINGLE_LF_TIE_WEIGHT", "RankingDevChoice", "choose_on_dev"]
 
@@ -60,13 +68,10 @@ def _dev_theta(
     """Maximum-likelihood theta of each LF from labeled rows (closed form)."""
     D = (np.abs(S).sum(axis=(0, 2)) - np.einsum("rap,rp->a", S, t)) / 2
     if noise == "mallows":
-        counts = np.stack(
-            [np.bincount(k[:, a], minlength=n_items + 1) for a in range(S.shape[1])]
-        )
-        return np.asarray(theta_from_disagreements(D, n_items, counts))
+        return np.asarray(theta_from_disagreements(D, n_items, k_histogram(k, n_items)))
     ordered = np.abs(S).sum(axis=(0, 2))
     eps = np.clip((D + 0.5) / (ordered + 1.0), 1e-6, 0.5)  # add-half smoothing
-    return np.minimum(np.log((1 - eps) / eps), THETA_MAX)
+    return theta_from_rate(eps, n_items, None)
 
 
 def _dev_params(
@@ -78,19 +83,13 @@ def _dev_params(
     t = pair_signs(Y)
     if noise != "position":
         return _dev_theta(S, k, t, noise, n_items), np.zeros(m)
-    hit = (S * t[:, None, :] > 0).transpose(0, 2, 1).reshape(-1, m)
-    voted = (S != 0).transpose(0, 2, 1).reshape(-1, m)
-    x = gap_features(pos).transpose(0, 2, 1).reshape(-1, m)
-    levels = np.arange(n_items - 1) / max(n_items - 1, 1)
-    level = np.clip(np.rint(x * max(n_items - 1, 1)), 0, n_items - 2).astype(np.int64)
-    out = np.zeros((2, m))
-    for a in range(m):
-        tot = np.bincount(level[voted[:, a], a], minlength=n_items - 1).astype(float)
-        agr = np.bincount(level[hit[:, a], a], minlength=n_items - 1).astype(float)
-        keep = tot > 0
-        if keep.any():
-            out[:, a] = logistic_fit(levels[keep], agr[keep], tot[keep], np.zeros(2))
-    return out[0], out[1]
+    levels, cell = gap_cells(
+        gap_features(pos).transpose(0, 2, 1).reshape(-1, m), n_items
+    )
+    votes_t = S.transpose(0, 2, 1).reshape(-1, m)
+    hit = gap_counts(cell, votes_t * t.reshape(-1, 1) > 0, n_items)
+    total = gap_counts(cell, votes_t != 0, n_items)
+    return fit_gap_curves(levels, hit, total, np.zeros(m), np.zeros(m))
 
 
 def choose_on_dev(

@@ -554,16 +554,25 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
         self, votes: PairVotes, theta: np.ndarray, slope: np.ndarray
     ) -> np.ndarray:
         """Weighted Kemeny orderings of the votes under weights (theta, slope)."""
-        n = self.space.n_items
-        i, j = pair_index(n)
         n_rows = votes.S.shape[0]
-        out = np.empty((n_rows, n), dtype=np.int64)
+        out = np.empty((n_rows, self.space.n_items), dtype=np.int64)
         for start in range(0, n_rows, _DECODE_ROWS):
             block = votes.take(slice(start, start + _DECODE_ROWS))
-            g = self._margins(block, theta, slope)
-            C = np.zeros((g.shape[0], n, n))
-            C[:, i, j] = np.maximum(g, 0)
-            C[:, j, i] = np.maximum(-g, 0)
+            out[start : start + _DECODE_ROWS] = self._decode_margins(
+                self._margins(block, theta, slope)
+            )
+        return out
+
+    def _decode_margins(self, g: np.ndarray) -> np.ndarray:
+        """Weighted Kemeny orderings from pair margins g (n_rows, n_pairs)."""
+        n = self.space.n_items
+        i, j = pair_index(n)
+        out = np.empty((g.shape[0], n), dtype=np.int64)
+        for start in range(0, g.shape[0], _DECODE_ROWS):
+            block = g[start : start + _DECODE_ROWS]
+            C = np.zeros((block.shape[0], n, n))
+            C[:, i, j] = np.maximum(block, 0)
+            C[:, j, i] = np.maximum(-block, 0)
             out[start : start + _DECODE_ROWS] = kemeny_rank(C, self.decoder)
         return out
 
@@ -635,7 +644,7 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
             return expit(g)
         check_scalar(n_sweeps, "n_sweeps", kind="int", low=1)
         rng = check_seed(self.seed)
-        Y = self._decode(votes, self.theta_, self.gap_slope_)
+        Y = self._decode_margins(g)
         gibbs_sweeps(g, Y, 10, rng)
         total = np.zeros(g.shape)
         for _ in range(n_sweeps):
@@ -703,10 +712,9 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
             ``weight_flipped``.
         """
         votes = self._votes_for_predict(V, pairwise)
-        P = self._posterior(votes, "independent", 0)
-        z = pair_signs(self._decode(votes, self.theta_, self.gap_slope_)).astype(
-            np.int8
-        )
+        g = self._margins(votes, self.theta_, self.gap_slope_)
+        P = expit(g)
+        z = pair_signs(self._decode_margins(g)).astype(np.int8)
         voted = np.any(votes.S != 0, axis=1)
         if q is not None:
             q = check_scalar(q, "q", low=0.5, high=1.0, low_inclusive=False)

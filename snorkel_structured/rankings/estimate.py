@@ -48,14 +48,29 @@ from snorkel_structured.rankings.mallows import (
     theta_from_disagreements,
 )
 
-__all__ = ["NOISE_MODELS", "RankingStats", "estimate_theta", "triplet_theta"]
+__all__ = [
+    "NOISE_MODELS",
+    "RankingStats",
+    "estimate_position_weights",
+    "estimate_theta",
+    "fit_gap_curves",
+    "gap_cells",
+    "gap_counts",
+    "gap_features",
+    "k_histogram",
+    "logistic_fit",
+    "pair_signs",
+    "position_weights",
+    "theta_from_rate",
+    "triplet_theta",
+]
 
 NOISE_MODELS = ("mallows", "pairwise", "position")
 # Rows the agreement sums process at once (bounds the float32 copies of S).
 _CHUNK_ROWS = 4096
 
 
-def _theta_from_rate(
+def theta_from_rate(
     eps: np.ndarray, n_items: int, k_counts: np.ndarray | None
 ) -> np.ndarray:
     """theta of each LF whose disagreement rate over the pairs it orders is ``eps``."""
@@ -130,11 +145,7 @@ class RankingStats:
             agree += (Xf @ Xf.T).astype(np.float64)
             Af = np.abs(Xf)
             both += (Af @ Af.T).astype(np.float64)
-        k_counts = None
-        if k is not None:
-            k_counts = np.zeros((m, n_items + 1))
-            for a in range(m):
-                k_counts[a] = np.bincount(k[:, a], minlength=n_items + 1)
+        k_counts = None if k is None else k_histogram(k, n_items)
         keys = rng.random(n_rows)
         keep = np.argsort(keys)[:capacity]
         return cls(
@@ -257,7 +268,7 @@ def triplet_theta(
     )
     eps = (1 - mu) / 2
     k_counts = stats.k_counts if noise == "mallows" else None
-    return eps, _theta_from_rate(eps, stats.n_items, k_counts)
+    return eps, theta_from_rate(eps, stats.n_items, k_counts)
 
 
 def pair_signs(Y: np.ndarray) -> np.ndarray:
@@ -328,12 +339,7 @@ def estimate_theta(
     if S.shape[0] == 0:
         return theta, 0
     if noise == "mallows":
-        k_counts = np.stack(
-            [
-                np.bincount(stats.sample_k[:, a], minlength=n_items + 1)
-                for a in range(stats.n_lfs)
-            ]
-        )
+        k_counts = k_histogram(stats.sample_k, n_items)
     # (rows, pairs, LFs), so that margins and agreements are matrix-vector products.
     St = np.ascontiguousarray(S.transpose(0, 2, 1), dtype=np.float32)
     ordered = np.abs(St).sum(axis=(0, 1)).astype(np.float64)
@@ -355,7 +361,7 @@ def estimate_theta(
         if noise == "mallows":
             new = theta_from_disagreements(D, n_items, k_counts)
         else:
-            new = _theta_from_rate(D / np.maximum(ordered, 1), n_items, None)
+            new = theta_from_rate(D / np.maximum(ordered, 1), n_items, None)
         history.append(new)
         change = np.max(np.abs(new - theta) / np.maximum(theta, 1e-2))
         theta = new
@@ -419,6 +425,64 @@ def logistic_fit(
     return ab
 
 
+def k_histogram(k: np.ndarray, n_items: int) -> np.ndarray:
+    """(n_lfs, n_items + 1) number of rows on which each LF lists k items."""
+    m = k.shape[1]
+    flat = (k + (n_items + 1) * np.arange(m)).ravel()
+    return np.bincount(flat, minlength=m * (n_items + 1)).reshape(m, -1).astype(float)
+
+
+def gap_cells(x: np.ndarray, n_items: int) -> tuple[np.ndarray, np.ndarray]:
+    """The gap levels and each instance's (LF, gap) cell.
+
+    Parameters
+    ----------
+    x : ndarray of shape (n_instances, n_lfs)
+        :func:`gap_features`, (row, pair) instances on the first axis.
+
+    Returns
+    -------
+    levels : ndarray of shape (n_items - 1,)
+        The normalized gaps 0, 1/(n-1), ..., (n-2)/(n-1).
+    cell : ndarray of int of shape (n_instances * n_lfs,)
+        ``a * (n_items - 1) + level``, so one bincount counts every LF at once.
+    """
+    n_lev = n_items - 1
+    levels = np.arange(n_lev, dtype=np.float64) / max(n_lev, 1)
+    level = np.clip(np.rint(x * max(n_lev, 1)), 0, n_lev - 1).astype(np.int32)
+    return levels, (level + n_lev * np.arange(x.shape[1], dtype=np.int32)).ravel()
+
+
+def gap_counts(cell: np.ndarray, mask: np.ndarray, n_items: int) -> np.ndarray:
+    """(n_lfs, n_items - 1) number of instances where ``mask`` (n_instances, n_lfs)
+    holds, per (LF, gap) cell of :func:`gap_cells`."""
+    n_lfs, n_lev = mask.shape[1], n_items - 1
+    counts = np.bincount(cell, weights=mask.ravel(), minlength=n_lfs * n_lev)
+    return counts.reshape(n_lfs, n_lev)
+
+
+def fit_gap_curves(
+    levels: np.ndarray,
+    agree: np.ndarray,
+    total: np.ndarray,
+    alpha: np.ndarray,
+    beta: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each LF's logistic curve of agreement on the gap, from (LF, gap) counts.
+
+    Starts from (alpha, beta); an LF voting at one gap only gets slope 0 (there is
+    no slope to learn, only its level).
+    """
+    alpha, beta = alpha.astype(np.float64).copy(), beta.astype(np.float64).copy()
+    for a in range(total.shape[0]):
+        keep = total[a] > 0
+        xs = levels[keep] if keep.sum() >= 2 else np.zeros(keep.sum())
+        alpha[a], beta[a] = logistic_fit(
+            xs, agree[a, keep], total[a, keep], np.array([alpha[a], beta[a]])
+        )
+    return alpha, beta
+
+
 def estimate_position_weights(
     stats: RankingStats,
     *,
@@ -451,13 +515,8 @@ def estimate_position_weights(
     scale = np.ones(m) if scale is None else np.asarray(scale, dtype=np.float64)
     St = np.ascontiguousarray(S.transpose(0, 2, 1), dtype=np.float32).reshape(-1, m)
     x = gap_features(pos).transpose(0, 2, 1).reshape(-1, m)
-    n_lev = n_items - 1
-    levels = np.arange(n_lev, dtype=np.float64) / max(n_lev, 1)
-    level = np.clip(np.rint(x * max(n_lev, 1)), 0, n_lev - 1).astype(np.int32)
-    # One bincount over (LF, gap) cells counts every LF's agreements at once.
-    cell = (level + n_lev * np.arange(m, dtype=np.int32)).ravel()
-    voted = (St != 0).ravel()
-    total = np.bincount(cell, weights=voted, minlength=m * n_lev).reshape(m, n_lev)
+    levels, cell = gap_cells(x, n_items)
+    total = gap_counts(cell, St != 0, n_items)
     alpha = np.asarray(theta_init, dtype=np.float64).copy()
     beta = np.zeros(m)
 
@@ -471,19 +530,13 @@ def estimate_position_weights(
     for it in range(max_iter):
         g = margins()
         gibbs_sweeps(g, Y, burn_in if it == 0 else _unmeasured_sweeps(n_items), rng)
-        agree = np.zeros(m * n_lev)
+        agree = np.zeros((m, n_items - 1))
         for _ in range(sweeps_per_iter):
             gibbs_sweeps(g, Y, 1, rng)
-            hit = (St * pair_signs(Y).reshape(-1, 1) > 0).ravel()
-            agree += np.bincount(cell, weights=hit, minlength=m * n_lev)
-        agree = agree.reshape(m, n_lev) / sweeps_per_iter
-        for a in range(m):
-            keep = total[a] > 0
-            # With votes at one gap only there is no slope to learn: fit the level.
-            xs = levels[keep] if keep.sum() >= 2 else np.zeros(keep.sum())
-            alpha[a], beta[a] = logistic_fit(
-                xs, agree[a, keep], total[a, keep], np.array([alpha[a], beta[a]])
-            )
+            agree += gap_counts(cell, St * pair_signs(Y).reshape(-1, 1) > 0, n_items)
+        alpha, beta = fit_gap_curves(
+            levels, agree / sweeps_per_iter, total, alpha, beta
+        )
         history.append(np.concatenate([alpha, beta]))
     tail = np.array(history[len(history) // 2 :]).mean(axis=0)
     return tail[:m], tail[m:], len(history)
