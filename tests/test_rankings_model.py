@@ -450,3 +450,12 @@ def test_weights_without_evidence_give_way():
     copies = np.repeat(V[:, :1], 3, axis=1)
     with pytest.warns(IdentifiabilityWarning, match="cannot tell"):
         ss.RankingLabelModel(space, seed=0, dependencies=None).fit(copies)
+
+
+def test_rows_without_votes_are_named():
+    V, _ = _mallows_votes(300, 6, [0.3, 0.6, 0.9], 6, seed=170)
+    lm = ss.RankingLabelModel(ss.Rankings(6), seed=0).fit(V)
+    V[:2] = -1
+    with pytest.warns(IdentifiabilityWarning, match="2 of 5 rows have no vote"):
+        pred = lm.predict(V[:5])
+    np.testing.assert_array_equal(pred[:2], np.tile(np.arange(6), (2, 1)))

@@ -598,9 +598,22 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
         Returns
         -------
         orderings : ndarray of int64 of shape (n_rows, n_items)
-            Item ids, best first. Items no vote orders keep their id order.
+            Item ids, best first. Items no vote orders keep their id order; a row
+            where every LF abstains gets the id order itself, with a warning (it is
+            no estimate: filter such rows out, as Snorkel's
+            ``filter_unlabeled_dataframe`` does).
         """
         votes = self._votes_for_predict(V, pairwise)
+        silent = ~np.any(votes.S != 0, axis=(1, 2))
+        if silent.any():
+            _warnings.warn(
+                f"{int(silent.sum())} of {silent.size} rows have no vote that orders "
+                "any pair of items: their predicted ordering is the item order "
+                "0..n_items-1, not an estimate. Drop them before training an end "
+                "model (e.g. rows where (V >= 0).any(axis=(1, 2)) is False).",
+                IdentifiabilityWarning,
+                stacklevel=2,
+            )
         return self._decode(votes, self.theta_, self.gap_slope_)
 
     def predict_proba(
