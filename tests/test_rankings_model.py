@@ -407,6 +407,35 @@ def test_position_model_learns_that_far_apart_pairs_are_reliable():
         pos.predict(pairwise_votes(V[:5]), pairwise=True)
 
 
+@pytest.mark.parametrize("near_separable", [False, True])
+def test_gap_curve_fit_maximizes_its_penalized_likelihood(near_separable):
+    """Against scipy's minimizer on the objective the docstring states. Near
+    separation (an LF the sampled truths almost always agree with) a plain Newton
+    step from a large start overshot to an intercept of -608 (theta_ -9e4)."""
+    from scipy.optimize import minimize
+
+    from snorkel_structured.rankings.estimate import POSITION_RIDGE, logistic_fit
+
+    x = np.arange(29) / 29
+    total = np.round(43471 * (1 - x))
+    if near_separable:
+        agree, start = total - np.r_[566.5, 39.5, 1.5, np.zeros(26)], (10.4, 2.2)
+    else:
+        agree, start = np.round(total * (0.6 + 0.3 * x)), (0.0, 0.0)
+
+    def loss(ab):
+        z = ab[0] + ab[1] * x
+        ll = -(agree @ np.logaddexp(0, -z)) - (total - agree) @ np.logaddexp(0, z)
+        return -(ll - 0.5 * POSITION_RIDGE * ab @ ab)
+
+    got = logistic_fit(x, agree, total, np.array(start))
+    ref = minimize(loss, np.zeros(2), method="Nelder-Mead",
+                   options=dict(xatol=1e-9, fatol=1e-9, maxiter=20000)).x
+    assert np.all(np.isfinite(got)) and abs(got[0]) < 50
+    assert loss(got) <= loss(ref) + 1e-6
+    np.testing.assert_allclose(got, ref, atol=1e-3)
+
+
 def test_a_cluster_of_three_sharing_a_noise_source_is_found():
     # Three LFs sort by the truth's score plus independent noise; three more add the
     # same noise draw (one source): each is more accurate alone, but their errors

@@ -411,15 +411,35 @@ def position_weights(
 def logistic_fit(
     x: np.ndarray, agree: np.ndarray, total: np.ndarray, start: np.ndarray
 ) -> np.ndarray:
-    """Ridge-penalized logistic regression of agreement on ``[1, x]`` (Newton)."""
+    """Ridge-penalized logistic regression of agreement on ``[1, x]``.
+
+    Maximizes ``sum agree log p + (total - agree) log(1 - p) - RIDGE |ab|^2 / 2``
+    with ``p = expit(ab[0] + ab[1] x)``, by Newton steps halved until the objective
+    does not decrease: near separation (an LF the truth almost always agrees with)
+    the full step overshoots by hundreds.
+    """
     X = np.column_stack([np.ones_like(x), x])
+    disagree = total - agree
+
+    def objective(ab: np.ndarray) -> float:
+        z = X @ ab
+        ll = -(agree @ np.logaddexp(0.0, -z)) - disagree @ np.logaddexp(0.0, z)
+        return float(ll - 0.5 * POSITION_RIDGE * ab @ ab)
+
     ab = start.astype(np.float64).copy()
-    for _ in range(30):
+    value = objective(ab)
+    for _ in range(50):
         p = expit(X @ ab)
         grad = X.T @ (agree - total * p) - POSITION_RIDGE * ab
         H = -(X.T * (total * p * (1 - p))) @ X - POSITION_RIDGE * np.eye(2)
         step = np.linalg.solve(H, grad)
+        for _ in range(60):
+            new_value = objective(ab - step)
+            if new_value >= value - 1e-12 * abs(value):
+                break
+            step = step / 2
         ab -= step
+        value = new_value
         if np.max(np.abs(step)) < 1e-8:
             break
     return ab
