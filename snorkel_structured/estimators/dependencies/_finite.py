@@ -308,35 +308,49 @@ def halves(
     return sorted(O1), sorted(O2)
 
 
-def _pair_basis(
-    feats: list[np.ndarray], p: np.ndarray, O1: list[int], O2: list[int], k: int
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """The halves' features projected on the top-k subspace of their cross-table.
+class _FoldFeatures:
+    """One fold's features of every LF side by side, their Gram matrix under the
+    fold's pattern weights, and the top-k bases already computed per split.
 
-    Parameters
-    ----------
-    feats : list of ndarray of shape (n_patterns, q_c)
-    p : ndarray of shape (n_patterns,)
-        Pattern frequencies of the fold the subspace is chosen on.
-    O1, O2 : list of int
-    k : int
-
-    Returns
-    -------
-    v1, v2 : ndarray of shape (n_patterns, kk)
-        Features of O1 and O2, kk = min(k, numerical rank), scaled so that the
-        reduced table ``sum_u p_u v2_u v1_u^T`` is the identity on that fold. None
-        when the cross-table is zero.
+    Every pair's cross-table is a block of the one Gram matrix, and pairs (and the
+    rounds of the forward selection) share splits: one product over the patterns
+    per fold instead of one per pair and round.
     """
-    Z1 = np.hstack([feats[c] for c in O1])
-    Z2 = np.hstack([feats[c] for c in O2])
-    T = Z2.T @ (Z1 * p[:, None])
-    Uk, sv, Vkt = np.linalg.svd(T, full_matrices=False)
-    if sv.size == 0 or not sv[0] > 0:
-        return None
-    kk = min(k, int((sv > 1e-10 * sv[0]).sum()))
-    scale = 1.0 / np.sqrt(sv[:kk])
-    return (Z1 @ Vkt[:kk].T) * scale, (Z2 @ Uk[:, :kk]) * scale
+
+    def __init__(self, feats: list[np.ndarray], p: np.ndarray) -> None:
+        self.Z = np.hstack(feats)
+        edges = np.cumsum([f.shape[1] for f in feats])[:-1]
+        self.cols = np.split(np.arange(self.Z.shape[1]), edges)
+        self.gram = self.Z.T @ (self.Z * p[:, None])
+        self._bases: dict[Any, tuple[np.ndarray, np.ndarray] | None] = {}
+
+    def basis(
+        self, O1: list[int], O2: list[int], k: int
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The halves' features projected on the top-k subspace of their cross-table.
+
+        Returns
+        -------
+        v1, v2 : ndarray of shape (n_patterns, kk)
+            Features of O1 and O2, kk = min(k, numerical rank), scaled so that the
+            reduced table ``sum_u p_u v2_u v1_u^T`` is the identity on this fold.
+            None when the cross-table is zero.
+        """
+        key = (tuple(O1), tuple(O2), k)
+        if key not in self._bases:
+            c1 = np.concatenate([self.cols[c] for c in O1])
+            c2 = np.concatenate([self.cols[c] for c in O2])
+            Uk, sv, Vkt = np.linalg.svd(self.gram[np.ix_(c2, c1)], full_matrices=False)
+            if sv.size == 0 or not sv[0] > 0:
+                self._bases[key] = None
+            else:
+                kk = min(k, int((sv > 1e-10 * sv[0]).sum()))
+                scale = 1.0 / np.sqrt(sv[:kk])
+                self._bases[key] = (
+                    (self.Z[:, c1] @ Vkt[:kk].T) * scale,
+                    (self.Z[:, c2] @ Uk[:, :kk]) * scale,
+                )
+        return self._bases[key]
 
 
 def _pair_statistic(
@@ -407,7 +421,7 @@ def _pair_statistic(
 
 def _cross_fitted(
     votes: _Votes,
-    feats: list[list[np.ndarray]],
+    feats: list[_FoldFeatures],
     fold_p: list[np.ndarray],
     folds: tuple[np.ndarray, np.ndarray],
     a: int,
@@ -431,7 +445,7 @@ def _cross_fitted(
     out = []
     scaled = np.zeros((2, fold_p[0].size))
     for f, (basis_fold, stat_fold) in enumerate(((0, 1), (1, 0))):
-        basis = _pair_basis(feats[basis_fold], fold_p[basis_fold], *split, k)
+        basis = feats[basis_fold].basis(*split, k)
         if basis is None:
             return None
         p = fold_p[stat_fold]
@@ -489,7 +503,7 @@ def finite_test(
         return a_idx, b_idx, n_both, agree_full / (n_both / votes.n), nan, nan, []
     k = _estimate_rank(votes) if n_components is None else int(n_components)
     fold_p = [f / f.sum() for f in folds]
-    feats = [_lf_features(votes, k, p) for p in fold_p]
+    feats = [_FoldFeatures(_lf_features(votes, k, p), p) for p in fold_p]
     cache: dict[Any, Any] = {}
     flagged: list[tuple[int, int]] = []
     while True:
