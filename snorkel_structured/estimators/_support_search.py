@@ -90,8 +90,8 @@ def _swap(
     (n_patterns, n_candidates) table of log P(pattern | y); the best is refitted by EM
     and kept when the likelihood rises by more than the search's EM tolerance
     (``_SEARCH_TOL`` per row). Smaller gains are within what the fits' own
-    convergence leaves: on ``Permutations(7)`` they moved labels of negligible mass
-    back and forth (0.0004 nats a move, 40 refits).
+    convergence leaves: on ``Permutations(7)`` (3,000 rows) they moved labels of
+    negligible mass back and forth, 57 refits for at most 4e-5 nats each.
     """
     if T.size >= prob.r:
         return T, w, theta, ll

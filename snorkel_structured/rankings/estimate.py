@@ -438,6 +438,8 @@ def logistic_fit(
             if new_value >= value - 1e-12 * abs(value):
                 break
             step = step / 2
+        else:  # no step along Newton's direction helps: at the optimum up to rounding
+            break
         ab -= step
         value = new_value
         if np.max(np.abs(step)) < 1e-8:
