@@ -1,6 +1,7 @@
 """Noise matrices Q, their inverse as loss weights, and the loss-weights DataFrame."""
 
 import itertools
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -286,3 +287,33 @@ def test_auto_rule_draws_when_the_map_never_picks_a_rare_class():
         np.array([[1, 1, 1], [0, 0, 0]]), space, theta, prior, warn_condition=1e6
     )
     assert W.attrs["rule"] == "sample"
+
+
+def test_auto_support_when_the_prior_is_spread():
+    """min_prior="auto": the 5% rule where it covers the prior (few centers), else the
+    heaviest labels up to 90% of the prior, at most 40, with a warning below 90%."""
+    from snorkel_structured.noise_aware import AUTO_MAX_LABELS
+
+    space = ss.Permutations(5)
+    r = len(space)
+    # Few centers above 5%, slivers below: the same support as min_prior=0.05.
+    few = np.full(r, 0.1 / (r - 3))
+    few[[3, 50, 90]] = 0.3
+    auto = ss.noise_matrix(space, [0.5, 0.5, 0.5], few, n_draws=50, seed=0)
+    assert auto.support.tolist() == [3, 50, 90]
+    # 30 labels of equal weight (3.3% each): none passes 5%; the 27 heaviest hold 90%.
+    rng = np.random.default_rng(0)
+    thirty = np.zeros(r)
+    heavy = np.sort(rng.choice(r, 30, replace=False))
+    thirty[heavy] = 1 / 30
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # 90% covered: no warning
+        nm = ss.noise_matrix(space, [1.0, 1.0, 1.0], thirty, n_draws=50, seed=0)
+    assert nm.support.size == 27 and set(nm.support) <= set(heavy)
+    # Uniform over 120 labels: the cap, and a warning that names the share covered.
+    with pytest.warns(UserWarning, match="40 heaviest labels, 33% of the prior"):
+        nm = ss.noise_matrix(space, [1.0, 1.0, 1.0], np.full(r, 1 / r), n_draws=50, seed=0)
+    assert nm.support.size == AUTO_MAX_LABELS
+    # A threshold no label passes still says what to do.
+    with pytest.raises(ValueError, match="min_prior='auto'"):
+        ss.noise_matrix(space, [1.0, 1.0, 1.0], np.full(r, 1 / r), min_prior=0.05)

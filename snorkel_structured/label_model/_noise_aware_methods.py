@@ -25,7 +25,7 @@ class NoiseAwareMethods:
         *,
         rule: str = "auto",
         support: Any = None,
-        min_prior: float = 0.05,
+        min_prior: float | str = "auto",
         seed: Any = None,
         **options: Any,
     ) -> NoiseMatrix:
@@ -68,7 +68,7 @@ class NoiseAwareMethods:
         *,
         rule: str = "auto",
         support: Any = None,
-        min_prior: float = 0.05,
+        min_prior: float | str = "auto",
         noise: NoiseMatrix | None = None,
         index: Any = None,
         seed: Any = None,
