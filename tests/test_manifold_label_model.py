@@ -132,3 +132,30 @@ def test_validation_errors():
     lm = ManifoldLabelModel(s).fit(d.X)
     with pytest.raises(ValueError, match="must have 3 labeling functions"):
         lm.predict(np.concatenate([d.X, d.X[:, :1]], axis=1))
+
+
+@pytest.mark.parametrize("estimator", ["triplet", "pair_sq_dist", "uws"])
+def test_euclidean_weights_do_not_depend_on_the_unit(estimator):
+    """Targets in metres or in kilometres get the same weights: the Euclidean model
+    has no unit of its own. The admissible range of the noise scale was absolute
+    (1e-8 to 1e8), so at unit 1e6 every LF was clipped to it and weighed alike."""
+    import warnings
+
+    from snorkel_structured import Euclidean
+    from snorkel_structured.exceptions import IdentifiabilityWarning
+
+    rng = np.random.default_rng(0)
+    Y = rng.normal(size=(2000, 1))
+    X = Y[:, None, :] + np.array([0.1, 0.2, 0.5])[None, :, None] * rng.normal(
+        size=(2000, 3, 1)
+    )
+    ref = ManifoldLabelModel(Euclidean(1), estimator=estimator).fit(X).weights_
+    assert ref[0] > ref[1] > ref[2]  # less noise, more weight
+    for unit in (1e-3, 1e6, 1e9):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", IdentifiabilityWarning)
+            w = ManifoldLabelModel(Euclidean(1), estimator=estimator).fit(unit * X)
+        np.testing.assert_allclose(w.weights_, ref, rtol=1e-6, atol=1e-9)
+    # Far below, the robust model's floors decide: the fit says so.
+    with pytest.warns(IdentifiabilityWarning, match="Rescale the targets"):
+        ManifoldLabelModel(Euclidean(1), estimator=estimator).fit(1e-5 * X)

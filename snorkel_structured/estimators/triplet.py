@@ -217,10 +217,25 @@ def _usable_pairs(
     return pairs
 
 
-def _range(noise: Any, forward: Any) -> tuple[float, float, float, float]:
-    """(scale_small, scale_large, forward at small, forward at large)."""
+def _unit(noise: Any, invariant: np.ndarray) -> float:
+    """The data's unit of the noise scale: 1 where the space fixes one (curvature),
+    the median positive estimate on Euclidean space, whose model has no unit of its
+    own (targets in metres or in kilometres must get the same weights)."""
+    from snorkel_structured.spaces.manifolds import Euclidean
+
+    positive = np.abs(invariant[np.isfinite(invariant) & (invariant > 0)])
+    if not isinstance(getattr(noise, "space", None), Euclidean) or positive.size == 0:
+        return 1.0
+    return float(np.median(positive))
+
+
+def _range(
+    noise: Any, forward: Any, unit: float = 1.0
+) -> tuple[float, float, float, float]:
+    """(scale_small, scale_large, forward at small, forward at large): the family's
+    bounds, and 1e-8 and 1e8 ``unit`` where it has none."""
     lo, hi = noise.scale_bounds
-    small, large = 1e-8, (hi if np.isfinite(hi) else 1e8)
+    small, large = 1e-8 * unit, (hi if np.isfinite(hi) else 1e8 * unit)
     with np.errstate(all="ignore"):
         f_small = float(forward(small))
         f_large = float(forward(large))
@@ -235,7 +250,7 @@ def _finish(noise, invariant, pairs, what="invariant"):
     forward = (
         noise.expected_invariant if what == "invariant" else noise.expected_sq_dist
     )
-    small, large, f_small, f_large = _range(noise, forward)
+    small, large, f_small, f_large = _range(noise, forward, _unit(noise, invariant))
     lo_v, hi_v = min(f_small, f_large), max(f_small, f_large)
     bad = ~((invariant > lo_v) & (invariant < hi_v))
     if bad.any():
@@ -414,7 +429,7 @@ def triplet_estimate(
     invariant = np.exp(sol) if log_space else sol
     est = _finish(noise, invariant, reduced if not bad.any() else pairs)
     forward = noise.expected_invariant
-    _, _, f_small, f_large = _range(noise, forward)
+    _, _, f_small, f_large = _range(noise, forward, _unit(noise, invariant))
     lo_v, hi_v = min(f_small, f_large), max(f_small, f_large)
     log_var = _log_sq_dist_var(noise, sol, sol_var, log_space, lo_v, hi_v)
     return ManifoldEstimate(
@@ -567,8 +582,9 @@ def _pair_fit(stats, noise, pairs, init, dev, dev_lfs):
         )
         dev_wsqrt = np.sqrt(dev.count[dev_lfs] / dev_var)
     lo, hi = noise.scale_bounds
-    t_lo = np.log(max(lo, 1e-8))
-    t_hi = np.log(hi) if np.isfinite(hi) else np.log(1e8)
+    unit = _unit(noise, target)
+    t_lo = np.log(max(lo, 1e-8 * unit))
+    t_hi = np.log(hi) if np.isfinite(hi) else np.log(1e8 * unit)
     x0 = np.clip(np.log(init.noise_scale), t_lo + 1e-6, t_hi - 1e-6)
     h = 1e-6
     n_p = len(ia)
@@ -637,7 +653,9 @@ def _pair_fit(stats, noise, pairs, init, dev, dev_lfs):
         method="trf",
     )
     # exp(log(hi)) can round one ulp past hi: keep the result inside the family's range
-    scale = np.clip(np.exp(res.x), max(lo, 1e-8), hi if np.isfinite(hi) else 1e8)
+    scale = np.clip(
+        np.exp(res.x), max(lo, 1e-8 * unit), hi if np.isfinite(hi) else 1e8 * unit
+    )
     # +1 at the end of the range with the most noise, -1 at the noiseless end
     ends = np.array([t_lo, t_hi])
     noisy_end = ends[np.argmax(noise.expected_sq_dist(np.exp(ends)))]

@@ -77,6 +77,9 @@ SCREEN_LEVEL = 1e-3
 # On the sphere and hyperbolic space "auto" considers the robust family only while every
 # LF's plain E d^2 per dimension stays below this (squared curvature radii).
 MAX_CURVED_VARIANCE = 1.0
+# Median squared distance between Euclidean LFs' votes below which the floors of the
+# robust model (1e-12) decide the weights; targets that small should be rescaled.
+TINY_SQ_DIST = 1e-8
 # Weight exponents p (w_a ∝ E d^2_a^-p) a labeled dev set chooses among: 0 is the
 # unweighted Frechet mean, 1 inverse variance, 2 the paper's beta^2, 4 nearly the best LF.
 DEV_EXPONENTS = (0.0, 0.5, 1.0, 2.0, 4.0)
@@ -455,6 +458,23 @@ class ManifoldLabelModel(
             stats, None, None, _check_dependencies(dependencies, stats.n_lfs)
         )
 
+    def _warn_if_tiny_units(self, stats: ManifoldStats) -> None:
+        """Warn when Euclidean votes are so close together that the robust model's
+        floors (1e-12 on squared distances and spreads) take over: every LF then
+        gets the same weight (measured: at unit 1e-6, 3 LFs of noise 0.1-0.5)."""
+        if not isinstance(self.space, Euclidean):
+            return
+        typical = np.nanmedian(np.where(stats.pair_count > 0, stats.pair_sq_dist_mean, np.nan))
+        if np.isfinite(typical) and 0 < typical < TINY_SQ_DIST:
+            _warnings.warn(
+                f"The LFs' votes are about {np.sqrt(typical):.2g} apart: squared "
+                f"distances near {typical:.2g} fall under the model's floors, which "
+                "then weigh every LF alike. Rescale the targets (e.g. to unit spread) "
+                "and the predictions back.",
+                IdentifiabilityWarning,
+                stacklevel=4,
+            )
+
     def _estimate(self, stats, noise, deps, dev_stats=None, init=None):
         kw = {"min_overlap": self.min_overlap, "dependencies": deps}
         if self.estimator == "triplet":
@@ -486,6 +506,7 @@ class ManifoldLabelModel(
         warn_silent_lfs(
             stats.vote_count, n_samples=stats.n_samples, name="X", stacklevel=3
         )
+        self._warn_if_tiny_units(stats)
         noise = make_noise(self.noise, self.space)
         m = stats.n_lfs
         groups = dependency_groups([tuple(p) for p in deps.tolist()], m)
