@@ -45,7 +45,13 @@ from snorkel_structured.estimators._stats import VoteStats
 from snorkel_structured.exceptions import IdentifiabilityWarning
 from snorkel_structured.label_model._posterior import _SupportPosterior
 
-__all__ = ["DevChoice", "choose_with_dev", "posterior_table"]
+__all__ = [
+    "DevChoice",
+    "choose_with_dev",
+    "keep_unless_clear_win",
+    "paired_se",
+    "posterior_table",
+]
 
 DEV_FOLDS = 5
 # Standard errors by which a candidate must beat the unsupervised model to replace it.
@@ -53,6 +59,47 @@ DEV_MIN_SE = 1.0
 # EM iterations for a theta fitted on labeled rows (the E-step is clamped, so EM
 # only re-solves the moment equations; a few suffice).
 _DEV_MAX_ITER = 50
+
+
+def paired_se(diff: np.ndarray, counts: np.ndarray | None = None) -> float:
+    """Standard error of the mean per row of a paired difference.
+
+    ``diff[i]`` is the summed difference over ``counts[i]`` rows that share it (one
+    row each by default): rows of one labeled vote pattern have equal losses.
+    """
+    c = np.ones(diff.shape) if counts is None else np.asarray(counts, dtype=np.float64)
+    n = float(c.sum())
+    d = diff / np.maximum(c, 1e-300)  # the difference per row
+    mean = float((c * d).sum() / n)
+    var = float((c * (d - mean) ** 2).sum() / max(n - 1.0, 1.0))
+    return float(np.sqrt(var / n))
+
+
+def keep_unless_clear_win(
+    names: list[str],
+    means: np.ndarray,
+    ses: list[float],
+    metric: str,
+    stacklevel: int,
+) -> int:
+    """Index of the candidate with the lowest mean, or 0 (the unsupervised model)
+    when it wins by at most ``DEV_MIN_SE`` standard errors of the paired difference,
+    with a warning: among a dozen candidates the best score on a hundred rows is
+    partly luck (the winner's curse), and labeled rows must never be set aside
+    silently. Ties: the first."""
+    best = int(np.argmin(means))
+    if best and means[0] - means[best] <= DEV_MIN_SE * ses[best]:
+        _warnings.warn(
+            f"The labeled rows favour {names[best]!r} over the unsupervised label "
+            f"model ({metric} {means[best]:.4g} against {means[0]:.4g}), but by less "
+            f"than {DEV_MIN_SE:g} standard error of the difference ({ses[best]:.3g}), "
+            "so the unsupervised model is kept (see dev_scores_). Label more rows to "
+            "let them decide.",
+            IdentifiabilityWarning,
+            stacklevel=stacklevel + 1,
+        )
+        return 0
+    return best
 
 
 def posterior_table(
@@ -269,29 +316,15 @@ def choose_with_dev(
     # (paired over the labeled rows): how far apart they are beyond the noise of a
     # hundred rows.
     ref = losses[cands[0].name]
-    se = []
-    for cand in cands:
-        d = (losses[cand.name] - ref) / np.maximum(c, 1e-300)  # mean per pattern
-        mean = float((c * d).sum() / n)
-        var = float((c * (d - mean) ** 2).sum() / max(n - 1.0, 1.0))
-        se.append(float(np.sqrt(var / n)))
+    se = [paired_se(losses[cand.name] - ref, c) for cand in cands]
     scores["se_of_difference"] = se
-    # The best candidate replaces the unsupervised model when it beats it by more
-    # than DEV_MIN_SE standard errors: among a dozen candidates, the best score on a
-    # hundred rows is partly luck (the winner's curse).
-    mean = scores["mean_distance"].to_numpy()
-    best = int(np.argmin(mean))  # ties: the first
-    if best and mean[0] - mean[best] <= DEV_MIN_SE * se[best]:
-        _warnings.warn(
-            f"The labeled rows favour {cands[best].name!r} over the unsupervised label "
-            f"model (cross-validated mean distance {mean[best]:.4g} against "
-            f"{mean[0]:.4g}), but by less than {DEV_MIN_SE:g} standard error "
-            f"({se[best]:.3g}), so the unsupervised model is kept (see dev_scores_). "
-            "Label more rows to let them decide.",
-            IdentifiabilityWarning,
-            stacklevel=2,
-        )
-        best = 0
+    best = keep_unless_clear_win(
+        [cand.name for cand in cands],
+        scores["mean_distance"].to_numpy(),
+        se,
+        "cross-validated mean distance",
+        stacklevel=2,
+    )
     chosen = cands[best]
     scores["chosen"] = np.arange(len(cands)) == best
     th = chosen.theta if chosen.mode == "fixed" else fit_theta(chosen, c)

@@ -24,10 +24,12 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from snorkel_structured import _warnings
 from snorkel_structured._validation import check_seed
-from snorkel_structured.exceptions import IdentifiabilityWarning
-from snorkel_structured.label_model._dev_choice import DEV_FOLDS, DEV_MIN_SE
+from snorkel_structured.label_model._dev_choice import (
+    DEV_FOLDS,
+    keep_unless_clear_win,
+    paired_se,
+)
 from snorkel_structured.label_model._ranking_votes import PairVotes
 from snorkel_structured.rankings._votes import check_orderings, kendall_tau_distance
 from snorkel_structured.rankings.estimate import (
@@ -160,36 +162,24 @@ def choose_on_dev(
     errors["dev weights"] = cv
     candidates["dev weights"] = dev_params
     base = errors["label model"]
-
-    def paired_se(e: np.ndarray) -> float:
-        """Standard error of the mean difference to the unsupervised model."""
-        return float(np.std(e - base, ddof=1) / np.sqrt(n_dev)) if n_dev > 1 else np.inf
-
+    se = {c: paired_se(e - base) if n_dev > 1 else np.inf for c, e in errors.items()}
     scores = pd.DataFrame(
         {
             "score": {c: float(e.mean()) for c, e in errors.items()},
-            "se_vs_label_model": {c: paired_se(e) for c, e in errors.items()},
+            "se_vs_label_model": se,
         }
     )
     scores.index.name = "candidate"
-    best = str(scores["score"].idxmin())
-    gain = scores.loc["label model", "score"] - scores.loc[best, "score"]
-    if (
-        best != "label model"
-        and gain <= DEV_MIN_SE * scores.loc[best, "se_vs_label_model"]
-    ):
-        # Among a dozen candidates the best score on a hundred rows is partly luck
-        # (the winner's curse): the labels overrule the model only by a margin.
-        _warnings.warn(
-            f"The labeled rows favour {best!r} over the unsupervised label model "
-            f"(mean Kendall distance {scores.loc[best, 'score']:.4g} against "
-            f"{scores.loc['label model', 'score']:.4g}), but by less than "
-            f"{DEV_MIN_SE:g} standard error of the difference, so the unsupervised "
-            "model is kept (see dev_scores_). Label more rows to let them decide.",
-            IdentifiabilityWarning,
+    names = list(errors)  # "label model" first
+    best = names[
+        keep_unless_clear_win(
+            names,
+            scores.loc[names, "score"].to_numpy(),
+            [se[c] for c in names],
+            "mean Kendall distance",
             stacklevel=4,  # the caller of RankingLabelModel.fit
         )
-        best = "label model"
+    ]
     theta = np.asarray(candidates[best][0], dtype=np.float64).copy()
     slope = np.asarray(candidates[best][1], dtype=np.float64).copy()
     # How often the pseudolabels are right, measured where some LF votes.
