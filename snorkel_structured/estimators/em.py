@@ -300,6 +300,7 @@ def _choose_noise_model(
     abstain_modes: tuple[bool, ...],
     max_iter: int,
     tol: float,
+    prior_by_likelihood: bool = False,
 ) -> tuple[EMFit, dict[str, Any], int]:
     """The noise model of best score on support T, by forward selection from ``base``.
 
@@ -310,20 +311,29 @@ def _choose_noise_model(
     noise explains those distributions and wins on the full likelihood, and predicts
     badly.
 
-    Variants: the prior free, uniform (plain classes: Snorkel's default balance) or
-    fixed; theta shared by all LFs (every LF weighs the same: the unweighted vote, as
-    a model), per LF, or per LF and label; abstains independent of Y or not. First
-    every (prior, shared or per-LF theta) pair, then label-dependent theta, then
-    label-dependent abstains on the best so far, each kept when BIC improves (on
-    supports above 64 labels, per-label theta and abstains are not tried). So
-    when the data cannot tell the LFs apart (few overlaps, little data) the model
-    falls back to the unweighted vote instead of fitting noise.
+    Variants: the prior free, uniform or fixed; theta shared by all LFs (every LF
+    weighs the same: the unweighted vote, as a model), per LF, or per LF and label;
+    abstains independent of Y or not. First every (prior, shared or per-LF theta)
+    pair, then label-dependent theta, then label-dependent abstains on the best so
+    far, each kept when BIC improves (on supports above 64 labels, per-label theta
+    and abstains are not tried). So when the data cannot tell the LFs apart (few
+    overlaps, little data) the model falls back to the unweighted vote instead of
+    fitting noise.
+
+    ``prior_by_likelihood``: for each theta variant the prior (free or uniform) is
+    chosen by BIC on the full likelihood. Where the other LFs' votes pin Y down, the
+    pseudo-likelihood does not see the prior at all (``Permutations(7)`` with two
+    centers at 0.3/0.7: equal to 0.1 nats, and it chose 0.5/0.5); the full
+    likelihood does (641 nats there), and over hundreds of labels that the
+    agreements barely inform, its (k - 1)/2 log n penalty keeps the uniform prior.
+    Without it (plain classes, where the uniform prior is Snorkel's default class
+    balance) every pair is ranked by the pseudo-likelihood's BIC.
     """
     k, m = T.size, prob.m
     uniform = np.full(k, 1.0 / k)
     n_iter = 0
 
-    def run(prior: str, theta: str, abstain: bool) -> tuple[float, EMFit, dict]:
+    def run(prior: str, theta: str, abstain: bool) -> tuple[float, EMFit, dict, float]:
         nonlocal n_iter
         th0 = base.theta
         if theta == "shared":
@@ -364,7 +374,7 @@ def _choose_noise_model(
         penalty = (
             0.5 * np.log(max(prob.n, 2.0)) * _n_params(m, k, prior, theta, abstain)
         )
-        return cll - penalty, fit, model
+        return cll - penalty, fit, model, fit.ll - penalty
 
     if k > _MAX_CANDIDATES and len(theta_modes) > 1:
         # "auto" only: m k parameters per variant cannot pay their BIC cost on a
@@ -374,10 +384,14 @@ def _choose_noise_model(
         abstain_modes = abstain_modes[:1]
     first_abstain = abstain_modes[0]
     stage1 = [t for t in theta_modes if t != "label"] or ["label"]
-    best = max(
-        (run(p, t, first_abstain) for p in prior_modes for t in stage1),
-        key=lambda v: v[0],
-    )
+    if prior_by_likelihood:
+        pairs = (
+            max((run(p, t, first_abstain) for p in prior_modes), key=lambda v: v[3])
+            for t in stage1
+        )
+    else:
+        pairs = (run(p, t, first_abstain) for p in prior_modes for t in stage1)
+    best = max(pairs, key=lambda v: v[0])
     if "label" in theta_modes and best[2]["theta"] != "label":
         cand = run(best[2]["prior"], "label", first_abstain)
         best = max(best, cand, key=lambda v: v[0])
@@ -435,10 +449,11 @@ def mle_estimate(
         abstain probabilities); "auto" chooses by BIC. Ignored when no LF abstains.
     plain_classes : bool, default=False
         The labels are plain classes (the 0/1 metric): "auto" then also considers a
-        uniform prior (Snorkel's default class balance) and a theta per LF and label
-        (Snorkel's class-conditional accuracies). In a structured space a theta per
-        label lets a support label turn into a catch-all for votes far from the
-        others, so "auto" does not try it there.
+        theta per LF and label (Snorkel's class-conditional accuracies), and the
+        uniform prior (Snorkel's default class balance) is weighed against the free
+        one by the pseudo-likelihood, not the full likelihood. In a structured space
+        a theta per label lets a support label turn into a catch-all for votes far
+        from the others, so "auto" does not try it there.
     init : "auto", "tensor", "search" or an object with ``prior`` and ``theta``
         Starting point: "auto" uses the tensor estimate when it is available and
         identifiable, else the search.
@@ -626,13 +641,12 @@ def mle_estimate(
         prob,
         T,
         fit,
-        prior_modes=("fixed",)
-        if fixed
-        else (("free", "uniform") if plain_classes else ("free",)),
+        prior_modes=("fixed",) if fixed else ("free", "uniform"),
         theta_modes=theta_modes,
         abstain_modes=abstain_variants,
         max_iter=max_iter,
         tol=tol,
+        prior_by_likelihood=not plain_classes,
     )
     it += n_iter
     choice = choose_family(

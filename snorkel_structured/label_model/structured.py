@@ -22,6 +22,7 @@ from snorkel_structured._validation import (
     check_scalar,
     check_seed,
 )
+from snorkel_structured.estimators._agreement import excess_agreement_z
 from snorkel_structured.estimators._em_core import _Problem
 from snorkel_structured.estimators._noise_family import SHRINK_GRID
 from snorkel_structured.estimators._noise_kernel import _SqDists
@@ -171,7 +172,11 @@ class StructuredLabelModel(
         space whenever the space's (r, r) tables fit (up to 2,048 labels, e.g.
         ``Permutations(6)`` or a tree of a few hundred nodes), so that every label
         the votes support can be predicted; the prior over them is estimated by
-        EM. Above that size, as "search". "search": fit the prior over the
+        EM, or uniform where BIC (on how the LFs agree) prefers it: a prior fitted
+        over hundreds of labels that the agreements barely inform follows the
+        votes' own frequencies, and with weakly agreeing LFs it decided the answer
+        (LFs whose truth is the consensus of their signals were predicted at chance
+        level). Above that size, as "search". "search": fit the prior over the
         candidate labels (all labels, or the 64 most-voted in a space above 64
         labels) and keep the heaviest labels as long as BIC improves, comparing
         with a greedy search (the paper's few-centers setting; it warns,
@@ -760,6 +765,7 @@ class StructuredLabelModel(
         self._posterior = _SupportPosterior(
             table, np.log(self.prior_[T]), T, r, pattern_groups
         )
+        self._warn_if_chance_agreement(stats)
         self._warn_if_one_answer(stats)
         return self
 
@@ -769,6 +775,23 @@ class StructuredLabelModel(
             return (float(self.noise_power),)
         # Distances in {0, 1} (classes): d^1 = d^2, one family.
         return (2.0,) if isinstance(self.space, Discrete) else (1.0, 2.0)
+
+    def _warn_if_chance_agreement(self, stats: VoteStats) -> None:
+        """Warn when no pair of LFs agrees more than independent votes would."""
+        found = excess_agreement_z(
+            stats.patterns, stats.counts, self.space.squared_distance_rows
+        )
+        if found is not None and found[0] < found[1]:
+            _warnings.warn(
+                "No two LFs agree more than independent votes with the same "
+                f"frequencies would (largest excess agreement {found[0]:.1f} standard "
+                f"errors, {found[1]:.1f} needed): the votes cannot tell how accurate "
+                "the LFs are, and the answer is close to their unweighted vote. If "
+                "the LFs should copy the truth with noise, check them on a few rows; "
+                "label a few rows (L_dev, Y_dev) to let them choose.",
+                IdentifiabilityWarning,
+                stacklevel=3,
+            )
 
     def _warn_if_one_answer(self, stats: VoteStats) -> None:
         """Warn when the fitted model gives one label to nearly every voted row

@@ -1,0 +1,80 @@
+"""Whether LFs agree with each other more than independent votes would.
+
+Every estimator of LF accuracy without labels reads it from how the LFs agree. When
+each pair's votes are as far apart as the same votes shuffled independently, nothing
+in them ties the LFs to a common truth: either they are noise, or the truth is not
+something each of them copies (a composite of their own signals).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy.stats import norm
+
+from snorkel_structured._validation import ABSTAIN
+
+__all__ = ["excess_agreement_z"]
+
+# Above this many voted labels the (v, v) distance table is not built (and the
+# check is skipped): 2,048^2 doubles are 32 MiB.
+_MAX_VOTED_LABELS = 2048
+
+
+def excess_agreement_z(
+    patterns: np.ndarray, counts: np.ndarray, sq_rows: Any
+) -> tuple[float, float] | None:
+    """The largest excess agreement over LF pairs, in standard errors, and the
+    threshold it must reach for one pair to agree beyond chance (family-wise 5%).
+
+    For LFs a and b, over the rows where both vote: the mean distance between their
+    votes, against its expectation ``f_a^T D f_b`` when the votes are independent
+    with the same frequencies (``f_a``, ``f_b``), scaled by the standard error
+    ``sqrt((f_a^T D^2 f_b - (f_a^T D f_b)^2) / n_ab)`` of that mean under
+    independence. Positive: the pair agrees more than chance. The threshold is
+    Bonferroni's one-sided normal quantile over the pairs tested.
+
+    Parameters
+    ----------
+    patterns : ndarray of int of shape (n_patterns, n_lfs)
+        Unique vote patterns (``-1`` abstains).
+    counts : ndarray of shape (n_patterns,)
+        Rows per pattern.
+    sq_rows : callable
+        ``sq_rows(labels)`` returns the squared distances from ``labels`` to every
+        label, shape (len(labels), r).
+
+    Returns
+    -------
+    (z_max, threshold) or None
+        None when no pair votes together on at least two rows, or when more than
+        2,048 distinct labels are voted.
+    """
+    P = np.asarray(patterns, dtype=np.int64)
+    c = np.asarray(counts, dtype=np.float64)
+    voted = np.unique(P[P != ABSTAIN])
+    if voted.size == 0 or voted.size > _MAX_VOTED_LABELS or P.shape[1] < 2:
+        return None
+    D2 = np.maximum(np.asarray(sq_rows(voted))[:, voted], 0.0)
+    D = np.sqrt(D2)
+    code = np.searchsorted(voted, np.where(P == ABSTAIN, voted[0], P))
+    zs = []
+    m = P.shape[1]
+    for a in range(m):
+        for b in range(a + 1, m):
+            both = (P[:, a] != ABSTAIN) & (P[:, b] != ABSTAIN)
+            n_ab = c[both].sum()
+            if n_ab < 2:
+                continue
+            f_a = np.bincount(code[both, a], c[both], voted.size) / n_ab
+            f_b = np.bincount(code[both, b], c[both], voted.size) / n_ab
+            expected = f_a @ D @ f_b
+            var = f_a @ D2 @ f_b - expected**2
+            if var <= 0:  # a constant distance: no agreement to measure
+                continue
+            observed = c[both] @ D[code[both, a], code[both, b]] / n_ab
+            zs.append((expected - observed) / np.sqrt(var / n_ab))
+    if not zs:
+        return None
+    return float(max(zs)), float(norm.isf(0.05 / len(zs)))
