@@ -252,15 +252,15 @@ print(f"figures written to {OUT}")
 # with a warning) and only the LFs' outlier rates (`noise_model_`: the paper's d^2
 # family with an outlier component) set their estimated E[d^2] apart. Read for the
 # metric (`predict(L, decision="distance")`, the ranking of least expected Kendall
-# distance), it has a mean Kendall distance on held-out groups of about 1.78: level
-# with the best single LF (`lf_s5`, 1.78, which nobody could have picked without
-# labels), below equal-weight Kemeny (1.80), majority vote (2.05) and every other LF.
+# distance), it has a mean Kendall distance on held-out groups of about 1.76: below
+# the best single LF (`lf_s5`, 1.78, which nobody could have picked without labels),
+# equal-weight Kemeny (1.80), majority vote (2.05) and every other LF.
 # It is also the most often exactly right (0.162, against 0.150 for Kemeny and 0.156
-# for `lf_s5`). Its posterior mode (the MAP, Snorkel's `predict`) scores 1.79. Its
+# for `lf_s5`). Its posterior mode (the MAP, Snorkel's `predict`) scores 1.77. Its
 # E[d^2] estimates are too small for every LF (see the summary table): the clinical
 # features are correlated, so the LFs agree more than independent LFs of that quality
 # would. The end model, trained only on pseudolabels, ranks groups of unseen patients
-# from their features as well (1.78) as the label model ranks them from the votes;
+# from their features as well (1.77) as the label model ranks them from the votes;
 # trained on true rankings it reaches 1.72.
 #
 # **A caveat worth seeing.** The model assumes LFs err independently given the true
@@ -356,8 +356,8 @@ table_mlp.round(3)
 
 # %% [markdown]
 # **Reading the results.** Here the correction does not pay: the noise-aware MLP ranks
-# held-out groups no better (mean Kendall distance about 1.76) than the same MLP
-# trained on the pseudolabels as if they were true (about 1.76), which is itself no
+# held-out groups worse (mean Kendall distance about 1.83) than the same MLP
+# trained on the pseudolabels as if they were true (about 1.79), which is itself no
 # worse than the MLP trained on the true rankings (about 1.83; the features predict the order
 # only weakly, and a 24-way network overfits either target). The pseudolabels are
 # exactly right for only about a fifth of the groups, so Q spreads over all 24
