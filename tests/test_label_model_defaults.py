@@ -484,7 +484,7 @@ def test_excess_agreement_matches_a_brute_force_count():
     L[rng.random(L.shape) < 0.2] = -1
     stats = VoteStats.from_label_matrix(L, n_labels=6)
     z_max, threshold = excess_agreement_z(
-        stats.patterns, stats.counts, space.squared_distance_rows
+        stats.patterns, stats.counts, space.squared_distance_rows, 6
     )
     D = space.distance_matrix
     zs = []
@@ -497,6 +497,16 @@ def test_excess_agreement_matches_a_brute_force_count():
     assert z_max == pytest.approx(max(zs), rel=1e-12)
     assert threshold == pytest.approx(norm.isf(0.05 / 3), rel=1e-12)
     assert zs[0] > threshold > max(zs[1:])  # LF 2 is pure noise
+
+
+def test_excess_agreement_skips_spaces_too_large_to_read():
+    # 900 voted labels of Permutations(7): 900 x 5,040 distance cells are above the
+    # check's budget, so it returns None without reading a row.
+    def sq_rows(labels):
+        raise AssertionError("no distance row may be read")
+
+    P = np.arange(1800).reshape(900, 2)
+    assert excess_agreement_z(P, np.ones(900), sq_rows, 5040) is None
 
 
 def test_one_answer_for_every_row_warns():

@@ -17,13 +17,13 @@ from snorkel_structured._validation import ABSTAIN
 
 __all__ = ["excess_agreement_z"]
 
-# Above this many voted labels the (v, v) distance table is not built (and the
-# check is skipped): 2,048^2 doubles are 32 MiB.
-_MAX_VOTED_LABELS = 2048
+# The check reads the (v, r) distance rows of the v voted labels; above this many
+# cells (32 MiB) it is skipped.
+_MAX_CELLS = 2**22
 
 
 def excess_agreement_z(
-    patterns: np.ndarray, counts: np.ndarray, sq_rows: Any
+    patterns: np.ndarray, counts: np.ndarray, sq_rows: Any, n_labels: int
 ) -> tuple[float, float] | None:
     """The largest excess agreement over LF pairs, in standard errors, and the
     threshold it must reach for one pair to agree beyond chance (family-wise 5%).
@@ -43,18 +43,21 @@ def excess_agreement_z(
         Rows per pattern.
     sq_rows : callable
         ``sq_rows(labels)`` returns the squared distances from ``labels`` to every
-        label, shape (len(labels), r).
+        label, shape (len(labels), n_labels).
+    n_labels : int
+        Number of labels r of the space.
 
     Returns
     -------
     (z_max, threshold) or None
-        None when no pair votes together on at least two rows, or when more than
-        2,048 distinct labels are voted.
+        None when no pair votes together on at least two rows, or when the voted
+        labels' distance rows would exceed 2^22 cells (e.g. 832 voted labels of
+        ``Permutations(7)``).
     """
     P = np.asarray(patterns, dtype=np.int64)
     c = np.asarray(counts, dtype=np.float64)
     voted = np.unique(P[P != ABSTAIN])
-    if voted.size == 0 or voted.size > _MAX_VOTED_LABELS or P.shape[1] < 2:
+    if voted.size == 0 or voted.size * n_labels > _MAX_CELLS or P.shape[1] < 2:
         return None
     D2 = np.maximum(np.asarray(sq_rows(voted))[:, voted], 0.0)
     D = np.sqrt(D2)

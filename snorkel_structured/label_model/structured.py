@@ -779,7 +779,10 @@ class StructuredLabelModel(
     def _warn_if_chance_agreement(self, stats: VoteStats) -> None:
         """Warn when no pair of LFs agrees more than independent votes would."""
         found = excess_agreement_z(
-            stats.patterns, stats.counts, self.space.squared_distance_rows
+            stats.patterns,
+            stats.counts,
+            self.space.squared_distance_rows,
+            len(self.space),
         )
         if found is not None and found[0] < found[1]:
             _warnings.warn(
