@@ -304,16 +304,22 @@ class _Problem:
         if self._table_cache[0] == key:
             return self._table_cache[1]
         th, logz, _ = self._label_moments(theta, T)
-        kept = -th[:, None, :] * D - (logz - np.log1p(-eps)[:, None])[:, None, :]
+        # In place, one (m, u, k) array at a time: this runs at every EM step of
+        # the robust family and its passes over m u k cells are its whole cost.
+        kept = D * -th[:, None, :]
+        kept -= (logz - np.log1p(-eps)[:, None])[:, None, :]
         votes = np.maximum(self.P, 0).T  # (m, u)
         with np.errstate(under="ignore"):
             h = np.exp(np.take_along_axis(self.log_h, votes, axis=1))
         outlier = (eps[:, None] * h * self.voted.T)[:, :, None]  # (m, u, 1)
+        has = outlier > 0
         with np.errstate(under="ignore", divide="ignore", invalid="ignore"):
             p_kept = np.exp(kept)
             total = p_kept + outlier
-            share = np.where(outlier > 0, p_kept / total, 1.0)
-            mix = np.where(outlier > 0, np.log(total), kept) * self.voted.T[:, :, None]
+            share = np.divide(p_kept, total, out=np.ones_like(total), where=has)
+            del p_kept
+            mix = np.log(total, out=kept, where=has)  # kept where the LF has no h
+        mix *= self.voted.T[:, :, None]
         self._table_cache = (key, (share, mix))
         return share, mix
 
