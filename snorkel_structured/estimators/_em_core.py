@@ -527,13 +527,15 @@ class _Problem:
             return self.voted_f.T @ cR, num, None
         gathered = None if eps is None else self._gathered_mix(theta, T, eps)
         if gathered is not None:
-            rho = gathered[0]
-            Hv = (self.c[:, None] * R)[None] * self.voted.T[:, :, None]  # (m, u, k)
-            tot = Hv.sum(axis=(1, 2))
-            Hr = Hv * rho
-            out_mass = tot - Hr.sum(axis=(1, 2))
-            new_eps = np.clip(out_mass / np.maximum(tot, 1e-300), _EPS_MIN, _EPS_MAX)
-            return Hr.sum(axis=1), (Hr * self.gathered(T)).sum(axis=1), new_eps
+            cR = self.c[:, None] * R  # (u, k)
+            Hr = gathered[0] * cR[None]  # (m, u, k): the noise model's share
+            Hr *= self.voted.T[:, :, None]
+            N = Hr.sum(axis=1)
+            tot = self.voted_f.T @ cR.sum(axis=1)  # each LF's voted mass
+            new_eps = np.clip(
+                (tot - N.sum(axis=1)) / np.maximum(tot, 1e-300), _EPS_MIN, _EPS_MAX
+            )
+            return N, np.einsum("auk,auk->ak", Hr, self.gathered(T)), new_eps
         H = np.asarray(self.XcT @ R).reshape(self.m, self.r + 1, k)[:, 1:, :]
         new_eps = None
         if eps is not None:
