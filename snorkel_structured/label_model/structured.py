@@ -172,7 +172,7 @@ class StructuredLabelModel(
         space whenever the space's (r, r) tables fit (up to 2,048 labels, e.g.
         ``Permutations(6)`` or a tree of a few hundred nodes), so that every label
         the votes support can be predicted; the prior over them is estimated by
-        EM, or uniform where BIC (on how the LFs agree) prefers it: a prior fitted
+        EM, or uniform where BIC on the full likelihood prefers it: a prior fitted
         over hundreds of labels that the agreements barely inform follows the
         votes' own frequencies, and with weakly agreeing LFs it decided the answer
         (LFs whose truth is the consensus of their signals were predicted at chance
@@ -789,9 +789,9 @@ class StructuredLabelModel(
                 "No two LFs agree more than independent votes with the same "
                 f"frequencies would (largest excess agreement {found[0]:.1f} standard "
                 f"errors, {found[1]:.1f} needed): the votes cannot tell how accurate "
-                "the LFs are, and the answer is close to their unweighted vote. If "
-                "the LFs should copy the truth with noise, check them on a few rows; "
-                "label a few rows (L_dev, Y_dev) to let them choose.",
+                "the LFs are, so their weights rest on no evidence. If the LFs should "
+                "copy the truth with noise, check them on a few rows; label a few rows "
+                "(L_dev, Y_dev) to let them choose.",
                 IdentifiabilityWarning,
                 stacklevel=3,
             )
