@@ -333,7 +333,8 @@ def _choose_noise_model(
     uniform = np.full(k, 1.0 / k)
     n_iter = 0
 
-    def run(prior: str, theta: str, abstain: bool) -> tuple[float, EMFit, dict, float]:
+    def fitted(prior: str, theta: str, abstain: bool) -> tuple[EMFit, dict, float]:
+        """The variant's EM fit, its description and its BIC penalty."""
         nonlocal n_iter
         th0 = base.theta
         if theta == "shared":
@@ -366,15 +367,24 @@ def _choose_noise_model(
             )
             n_iter += fit.n_iter
         model = {"prior": prior, "theta": theta, "abstain": abstain}
-        cll, _ = prob.conditional_loglik(
-            np.log(np.maximum(fit.w, 1e-300)), fit.theta, T, fit.alpha
-        )
         # BIC's penalty counts all rows: more conservative than counting the rows the
         # pseudo-likelihood uses, which matters only when there are very few.
         penalty = (
             0.5 * np.log(max(prob.n, 2.0)) * _n_params(m, k, prior, theta, abstain)
         )
-        return cll - penalty, fit, model, fit.ll - penalty
+        return fit, model, penalty
+
+    def scored(variant: tuple[EMFit, dict, float]) -> tuple[float, EMFit, dict]:
+        """(pseudo-likelihood BIC, fit, description): computed only for the variants
+        that compete on it (a prior that lost on the full likelihood does not)."""
+        fit, model, penalty = variant
+        cll, _ = prob.conditional_loglik(
+            np.log(np.maximum(fit.w, 1e-300)), fit.theta, T, fit.alpha
+        )
+        return cll - penalty, fit, model
+
+    def run(prior: str, theta: str, abstain: bool) -> tuple[float, EMFit, dict]:
+        return scored(fitted(prior, theta, abstain))
 
     if k > _MAX_CANDIDATES and len(theta_modes) > 1:
         # "auto" only: m k parameters per variant cannot pay their BIC cost on a
@@ -386,7 +396,12 @@ def _choose_noise_model(
     stage1 = [t for t in theta_modes if t != "label"] or ["label"]
     if prior_by_likelihood:
         pairs = (
-            max((run(p, t, first_abstain) for p in prior_modes), key=lambda v: v[3])
+            scored(
+                max(
+                    (fitted(p, t, first_abstain) for p in prior_modes),
+                    key=lambda v: v[0].ll - v[2],
+                )
+            )
             for t in stage1
         )
     else:

@@ -464,7 +464,9 @@ class ManifoldLabelModel(
         gets the same weight (measured: at unit 1e-6, 3 LFs of noise 0.1-0.5)."""
         if not isinstance(self.space, Euclidean):
             return
-        typical = np.nanmedian(np.where(stats.pair_count > 0, stats.pair_sq_dist_mean, np.nan))
+        typical = np.nanmedian(
+            np.where(stats.pair_count > 0, stats.pair_sq_dist_mean, np.nan)
+        )
         if np.isfinite(typical) and 0 < typical < TINY_SQ_DIST:
             _warnings.warn(
                 f"The LFs' votes are about {np.sqrt(typical):.2g} apart: squared "
