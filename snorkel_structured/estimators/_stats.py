@@ -146,6 +146,14 @@ class VoteStats:
         uniq, counts = _count_patterns(patterns, self.n_labels, weights)
         return VoteStats(self.n_labels, uniq, counts)
 
+    def thinned(self, fraction: float, rng: np.random.Generator) -> VoteStats:
+        """Each row kept independently with probability ``fraction`` (binomial
+        thinning of the counts): the statistics of a random subsample of the rows."""
+        keep = rng.binomial(np.round(self.counts).astype(np.int64), fraction)
+        return VoteStats(
+            self.n_labels, self.patterns[keep > 0], keep[keep > 0].astype(np.float64)
+        )
+
     def __radd__(self, other: object) -> VoteStats:
         if isinstance(other, int) and other == 0:  # so that sum(chunks) works
             return self

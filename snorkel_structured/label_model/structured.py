@@ -454,12 +454,9 @@ class StructuredLabelModel(
             # A random thinning of the counts: a pair strong enough to be acted on
             # (DEPENDENCE_MIN_RATIO) is found with power ~1 at this size, and the
             # test's cost grows with the number of distinct patterns.
-            keep = np.random.default_rng([int(seed), 7]).binomial(
-                np.round(stats.counts).astype(np.int64),
+            stats = stats.thinned(
                 DETECT_MAX_ROWS / stats.n_samples,
-            )
-            stats = VoteStats(
-                stats.n_labels, stats.patterns[keep > 0], keep[keep > 0].astype(float)
+                np.random.default_rng([int(seed), 7]),
             )
         with np.errstate(invalid="ignore", divide="ignore"):  # degenerate tables
             pairs, self.dependency_test_ = detect_dependent_pairs(

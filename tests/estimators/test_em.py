@@ -122,3 +122,53 @@ def test_free_support_size_is_chosen_by_bic_not_raw_likelihood():
         assert set(data.support) <= set(lm.support_)
         sizes.append(lm.support_.size)
     assert max(sizes) <= 3
+
+
+def _class_votes(n, accuracy, prior, abstain, seed):
+    """Dawid-Skene votes: each LF right with its accuracy, else a uniform other class."""
+    rng = np.random.default_rng(seed)
+    k, m = len(prior), len(accuracy)
+    Y = rng.choice(k, size=n, p=prior)
+    wrong = (Y[:, None] + rng.integers(1, k, size=(n, m))) % k
+    L = np.where(rng.random((n, m)) < accuracy, Y[:, None], wrong)
+    L[rng.random((n, m)) < abstain] = -1
+    return L, Y
+
+
+def test_choices_on_a_sample_then_one_fit_on_all_rows(monkeypatch):
+    from snorkel_structured.estimators import em
+    from snorkel_structured.estimators._noise_family import SHRINK_GRID
+
+    accuracy = np.array([0.9, 0.85, 0.8, 0.75, 0.7, 0.65, 0.6, 0.7, 0.8, 0.9])
+    L, _ = _class_votes(40_000, accuracy, [0.5, 0.3, 0.2], 0.2, seed=1)
+    stats = VoteStats.from_label_matrix(L, n_labels=3)
+    assert stats.n_patterns > em.CHOICE_MAX_PATTERNS
+    assert stats.n_samples > em.CHOICE_ROWS
+    kw = dict(
+        plain_classes=True,
+        label_dependent="auto",
+        abstain_dependent="auto",
+        outliers=(False, True),
+        shrinkages=SHRINK_GRID,
+        seed=0,
+    )
+    S = ss.Discrete(3).squared_distance_matrix
+    sampled = mle_estimate(stats, S, **kw)
+    monkeypatch.setattr(em, "CHOICE_MAX_PATTERNS", stats.n_patterns)
+    whole = mle_estimate(stats, S, **kw)
+    keys = ("prior", "theta", "abstain", "power", "outliers", "shrinkage")
+    assert {k: sampled.noise_model[k] for k in keys} == {
+        k: whole.noise_model[k] for k in keys
+    }
+    # the same model's maximum likelihood on all rows, from two different starts
+    np.testing.assert_allclose(sampled.prior, whole.prior, atol=1e-4)
+    np.testing.assert_allclose(sampled.theta, whole.theta, atol=2e-3)
+    assert sampled.log_likelihood == pytest.approx(whole.log_likelihood, abs=0.05)
+    # ... and it is the truth's: one accuracy per LF, abstains independent of Y,
+    # P(right | Y) = e^theta / (e^theta + k - 1)
+    assert (sampled.noise_model["theta"], sampled.noise_model["abstain"]) == (
+        "lf",
+        False,
+    )
+    right = np.exp(sampled.theta) / (np.exp(sampled.theta) + 2)
+    np.testing.assert_allclose(right, accuracy, atol=0.02)
