@@ -2,6 +2,7 @@
 prior, the leave-one-out choice of family and weights, dependencies found in the
 fit, and a few labeled rows that choose by cross-validation."""
 
+import itertools
 import warnings
 
 import numpy as np
@@ -474,29 +475,34 @@ def test_lfs_at_chance_agreement_warn():
     assert np.bincount(pred).max() / pred.size < ONE_ANSWER_SHARE
 
 
-def test_excess_agreement_matches_a_brute_force_count():
+@pytest.mark.parametrize("accuracies", [(0.6, 0.5, 0.0), (0.0, 0.2, 0.6, 0.0, 0.5)])
+def test_excess_agreement_matches_a_brute_force_count(accuracies):
     # z of each pair from its definition, row by row: the mean distance between the
-    # two LFs' votes against all pairs of their votes drawn independently.
+    # two LFs' votes against all pairs of their votes drawn independently. With 5
+    # LFs the pair that agrees most is (2, 4), away from the first LF.
     space = ss.Permutations(3)
     rng = np.random.default_rng(1)
     Y = rng.integers(0, 6, 400)
-    L = np.column_stack([_noisy_copy(rng, Y, acc, 6) for acc in (0.6, 0.5, 0.0)])
+    L = np.column_stack([_noisy_copy(rng, Y, acc, 6) for acc in accuracies])
     L[rng.random(L.shape) < 0.2] = -1
     stats = VoteStats.from_label_matrix(L, n_labels=6)
     z_max, threshold = excess_agreement_z(
         stats.patterns, stats.counts, space.squared_distance_rows, 6
     )
     D = space.distance_matrix
-    zs = []
-    for a, b in ((0, 1), (0, 2), (1, 2)):
+    zs = {}
+    for a, b in itertools.combinations(range(len(accuracies)), 2):
         rows = (L[:, a] >= 0) & (L[:, b] >= 0)
         va, vb = L[rows, a], L[rows, b]
         cross = D[va[:, None], vb[None, :]]  # every independent pairing
         mean, var = cross.mean(), (cross**2).mean() - cross.mean() ** 2
-        zs.append((mean - D[va, vb].mean()) / np.sqrt(var / rows.sum()))
-    assert z_max == pytest.approx(max(zs), rel=1e-12)
-    assert threshold == pytest.approx(norm.isf(0.05 / 3), rel=1e-12)
-    assert zs[0] > threshold > max(zs[1:])  # LF 2 is pure noise
+        zs[a, b] = (mean - D[va, vb].mean()) / np.sqrt(var / rows.sum())
+    assert z_max == pytest.approx(max(zs.values()), rel=1e-12)
+    assert threshold == pytest.approx(norm.isf(0.05 / len(zs)), rel=1e-12)
+    if len(accuracies) == 3:
+        assert zs[0, 1] > threshold > max(zs[0, 2], zs[1, 2])  # LF 2 is pure noise
+    else:
+        assert zs[2, 4] == max(zs.values())
 
 
 def test_excess_agreement_skips_spaces_too_large_to_read():

@@ -62,22 +62,29 @@ def excess_agreement_z(
     D2 = np.maximum(np.asarray(sq_rows(voted))[:, voted], 0.0)
     D = np.sqrt(D2)
     code = np.searchsorted(voted, np.where(P == ABSTAIN, voted[0], P))
+    v, m = voted.size, P.shape[1]
+    votes = P != ABSTAIN
     zs = []
-    m = P.shape[1]
-    for a in range(m):
-        for b in range(a + 1, m):
-            both = (P[:, a] != ABSTAIN) & (P[:, b] != ABSTAIN)
-            n_ab = c[both].sum()
-            if n_ab < 2:
-                continue
-            f_a = np.bincount(code[both, a], c[both], voted.size) / n_ab
-            f_b = np.bincount(code[both, b], c[both], voted.size) / n_ab
-            expected = f_a @ D @ f_b
-            var = f_a @ D2 @ f_b - expected**2
-            if var <= 0:  # a constant distance: no agreement to measure
-                continue
-            observed = c[both] @ D[code[both, a], code[both, b]] / n_ab
-            zs.append((expected - observed) / np.sqrt(var / n_ab))
+    for a in range(m - 1):  # every pair (a, b > a) at once: (u, m - a - 1) arrays
+        W = c[:, None] * (votes[:, [a]] & votes[:, a + 1 :])  # rows where both vote
+        n_ab = W.sum(axis=0)
+        offsets = v * np.arange(m - a - 1)
+        f_a = np.bincount(
+            (code[:, [a]] + offsets).ravel(), W.ravel(), offsets.size * v
+        ).reshape(-1, v)
+        f_b = np.bincount(
+            (code[:, a + 1 :] + offsets).ravel(), W.ravel(), offsets.size * v
+        ).reshape(-1, v)
+        observed = np.einsum("ub,ub->b", D[code[:, [a]], code[:, a + 1 :]], W)
+        ok = n_ab >= 2
+        n, f_a, f_b, observed = n_ab[ok], f_a[ok], f_b[ok], observed[ok]
+        expected = np.einsum("bv,vw,bw->b", f_a, D, f_b) / n**2
+        var = np.einsum("bv,vw,bw->b", f_a, D2, f_b) / n**2 - expected**2
+        # var 0: a constant distance, no agreement to measure
+        keep = var > 0
+        zs.extend(
+            (expected[keep] - observed[keep] / n[keep]) / np.sqrt(var[keep] / n[keep])
+        )
     if not zs:
         return None
     return float(max(zs)), float(norm.isf(0.05 / len(zs)))
