@@ -67,8 +67,9 @@ __all__ = ["StructuredLabelModel"]
 # Dirichlet pseudo-count per label of the default whole-space prior (add-one-half, as
 # Jeffreys'), so that maximum likelihood cannot send a voted label's weight to 0.
 PRIOR_PSEUDO_COUNT = 0.5
-# dependencies="auto" tests a random thinning of the rows down to this many.
-DETECT_MAX_ROWS = 20_000
+# dependencies="auto" tests a random thinning of the rows down to this many (as
+# many as the EM choices read, em.CHOICE_ROWS).
+DETECT_MAX_ROWS = 10_000
 # fit warns when one label is the MAP of at least this share of the voted rows (of
 # at least ONE_ANSWER_MIN_ROWS) while under half of the votes name it.
 ONE_ANSWER_SHARE = 0.9
@@ -384,7 +385,7 @@ class StructuredLabelModel(
             "auto" ("mle" with at least 4 LFs): the pairs that
             :func:`~snorkel_structured.estimators.dependencies.detect_dependent_pairs`
             flags from the vote-pattern counts (family-wise false-alarm rate 5%;
-            above ``DETECT_MAX_ROWS`` (20,000) rows, of a random thinning of them
+            above ``DETECT_MAX_ROWS`` (10,000) rows, of a random thinning of them
             to that many) and whose LFs agree at least ``DEPENDENCE_MIN_RATIO`` (2)
             times as often as independence predicts, or have gone at least
             ``DEPENDENCE_MIN_EXCESS`` (half) of the way from that to always
