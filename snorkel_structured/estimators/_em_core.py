@@ -56,6 +56,7 @@ _PSEUDO_VOTES = 1.0
 _TENSOR_START_MAX = 1000
 # Largest (n_lfs, n_patterns, k) array of gathered distances EM keeps (8 bytes each).
 _GATHER_MAX = 20_000_000
+_MIX_FACTOR = 1
 # Candidate labels scored by the support search (all labels when r is at most this;
 # otherwise the most-voted labels): bounds the (n_patterns, n_candidates) tables.
 _MAX_CANDIDATES = 64
@@ -97,8 +98,12 @@ class _Problem:
         groups: np.ndarray | None = None,
         log_h: np.ndarray | None = None,
         prior_pseudo_count: float = 0.0,
+        row_weight: float = 1.0,
     ) -> None:
         self.sq = sq
+        # How many rows of the data each counted row stands for (a random sample of
+        # them: its likelihoods, BIC and standard errors then read as on all rows).
+        self.row_weight = float(row_weight)
         # Group of each LF (dependent LFs share one; None: all independent). In a
         # pattern where j LFs of a group voted, each of their votes weighs 1/j in the
         # likelihood: the group speaks with one voice (see pattern_weights).
@@ -107,7 +112,7 @@ class _Problem:
         self.prior_pseudo_count = float(prior_pseudo_count)
         self.r = sq.r
         self.P = np.asarray(stats.patterns)
-        self.c = np.asarray(stats.counts, dtype=np.float64)
+        self.c = np.asarray(stats.counts, dtype=np.float64) * self.row_weight
         # Labeled rows (patterns, counts, labels) join the unlabeled ones: the same
         # likelihood, with their responsibilities clamped to the known label.
         self.lab = np.full(self.P.shape[0], -1, dtype=np.int64)
@@ -295,7 +300,7 @@ class _Problem:
         (the M-step's weight); the mixture is 0 where the LF abstained. None when
         the tables are cheaper, or votes carry group weights.
         """
-        if self.pw is not None or self.u > self.r + 1:
+        if self.pw is not None or self.u > _MIX_FACTOR * (self.r + 1):
             return None
         D = self.gathered(T)
         if D is None:

@@ -216,6 +216,7 @@ def choose_family(
         weights = (1.0, max(1.0, float(np.sum(stats.counts)) / max(n_lab, 1.0)))
     vw = base_prob.groups
     pc = base_prob.prior_pseudo_count
+    rw = base_prob.row_weight
 
     def weighted(lab: Any, omega: float) -> Any:
         return None if lab is None else (lab[0], lab[1] * omega, lab[2])
@@ -245,6 +246,7 @@ def choose_family(
             weighted(labeled, omega),
             vw,
             prior_pseudo_count=pc,
+            row_weight=rw,
         )
         # From the base (not the halves' fits): a symmetric problem stays
         # symmetric. With outliers, from the same power's fit without them when
@@ -284,7 +286,9 @@ def choose_family(
     for p, o, omega in candidates:
         sq = _SqDists(S, p)
         fit_on = [
-            _Problem(st, sq, weighted(lab, omega), vw, prior_pseudo_count=pc)
+            _Problem(
+                st, sq, weighted(lab, omega), vw, prior_pseudo_count=pc, row_weight=rw
+            )
             for st, lab in halves
         ]
         # An outlier vote is drawn from the LF's vote distribution as estimated on
@@ -297,6 +301,7 @@ def choose_family(
                 vw,
                 log_h=fit_on[1 - j].log_h,
                 prior_pseudo_count=pc,
+                row_weight=rw,
             )
             for j, (st, lab) in enumerate(halves)
         ]
@@ -343,7 +348,9 @@ def choose_family(
     p, o, omega, s = best
     fit, prob = refit(p, o, omega)
     if omega != 1.0:  # the fitted problem, with the labeled rows counted once
-        prob = _Problem(stats, _SqDists(S, p), labeled, vw, prior_pseudo_count=pc)
+        prob = _Problem(
+            stats, _SqDists(S, p), labeled, vw, prior_pseudo_count=pc, row_weight=rw
+        )
     return FamilyChoice(
         p, o, s, omega, _with_theta(fit, shrink_theta(fit.theta, s)), prob, scores
     )
