@@ -56,7 +56,11 @@ _PSEUDO_VOTES = 1.0
 _TENSOR_START_MAX = 1000
 # Largest (n_lfs, n_patterns, k) array of gathered distances EM keeps (8 bytes each).
 _GATHER_MAX = 20_000_000
-_MIX_FACTOR = 1
+# The robust family's gathered mixture (m u k cells) against its (m, r + 1, k) tables,
+# one EM step (e_step + vote_moments) on real trees and rankings: 2x faster at
+# u / (r + 1) = 1.14-1.18 (european_regions, world_regions), even at 1.79 (S6),
+# 4x slower at 10.7 (S5). Up to u = _MIX_FACTOR (r + 1) patterns, gathered.
+_MIX_FACTOR = 2
 # Candidate labels scored by the support search (all labels when r is at most this;
 # otherwise the most-voted labels): bounds the (n_patterns, n_candidates) tables.
 _MAX_CANDIDATES = 64
@@ -293,9 +297,10 @@ class _Problem:
         """(share of the noise model, log of the outlier mixture) of each pattern's
         votes, (m, u, k).
 
-        The robust family on :meth:`gathered` distances: where there are fewer
-        patterns than labels (a few thousand rows over a tree of hundreds of nodes)
-        this costs m u k per EM step instead of the tables' m r k. The share is
+        The robust family on :meth:`gathered` distances: where there are at most
+        about twice as many patterns as labels (a few thousand rows over a tree of
+        hundreds of nodes) its m u k cells per EM step beat the tables' m r k,
+        which take more passes (``_MIX_FACTOR``). The share is
         (1 - eps) P_theta / mixture, the part of a vote the noise model explains
         (the M-step's weight); the mixture is 0 where the LF abstained. None when
         the tables are cheaper, or votes carry group weights.
