@@ -399,20 +399,23 @@ def _pair_statistic(
     ja_u, jb_u = ja[code_a], jb[code_b]
     pred = 0.0
     deriv = np.zeros(p.size)
-    orientations = ((v1, v2), (v2, v1)) if both_orientations else ((v1, v2),)
+    # The second orientation's table is the first's transposed, and so is its
+    # inverse: the two share pv1, pv2 and the rows v1 C^-1, v2 C^-T.
+    pv1, pv2 = v1 * p[:, None], v2 * p[:, None]
+    Ci = np.linalg.pinv(v2.T @ pv1)
+    v1C, v2C = v1 @ Ci, v2 @ Ci.T
+    orientations = [(pv1, pv2, Ci, v1C, v2C)]
+    if both_orientations:
+        orientations.append((pv2, pv1, Ci.T, v2C, v1C))
     share = 1.0 / len(orientations)
-    for fa, fb in orientations:
-        pfa, pfb = fa * p[:, None], fb * p[:, None]
-        C = fb.T @ pfa
+    zero = np.zeros((1, v1.shape[1]))
+    for pfa, pfb, Ci_o, faC, Cfb in orientations:
         # sums of fa (fb) over the patterns, grouped by a's (b's) shared label
-        zero = np.zeros((1, fa.shape[1]))
         A = np.vstack([votes.group_sum(a, pfa)[ia], zero])
         B = np.vstack([votes.group_sum(b, pfb)[ib], zero])
         K = B[:-1].T @ A[:-1]
-        Ci = np.linalg.pinv(C)
-        pred += share * float(np.sum(Ci * K.T))  # tr(Ci K)
-        faC = fa @ Ci  # rows fa_u^T C^-1
-        Cfb = fb @ Ci.T  # rows (C^-1 fb_u)^T
+        pred += share * float(np.sum(Ci_o * K.T))  # tr(Ci K)
+        # faC: rows fa_u^T C^-1; Cfb: rows (C^-1 fb_u)^T
         d = np.sum(faC * (B[ja_u] - Cfb @ K.T), axis=1)
         d += np.sum(A[jb_u] * Cfb, axis=1)
         deriv += share * d
