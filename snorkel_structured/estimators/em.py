@@ -742,10 +742,12 @@ def _choose_model(
         # at 1e-6 and 1e-5 on S6, thetas equal to 3 digits): 1e-6 per row.
         tol = max(tol, 1e-6)
     opts = dict(fixed_w=fixed, label_dependent=False, max_iter=max_iter, tol=tol)
-    # Several starts are only ranked: at the search's tolerance, and the best one
-    # refitted at ``tol`` (on Permutations(7), 2e4 rows, each start took 70-90
-    # iterations at 1e-8 per row, 0.2-0.3 s each).
-    rank_opts = dict(opts, tol=max(tol, _SEARCH_TOL)) if len(starts) > 1 else opts
+    # Fits that only rank starts or supports (several starts, or a support still to
+    # be searched) run at the search's tolerance; the chosen one is refitted at
+    # ``tol`` below (on Permutations(7), 2e4 rows, a start took 70-90 iterations at
+    # 1e-8 per row, 0.2-0.3 s each).
+    ranking = len(starts) > 1 or C is not None
+    rank_opts = dict(opts, tol=max(tol, _SEARCH_TOL)) if ranking else opts
     best = None  # (score, name, T, fit)
     for name, T, w, th in tqdm(
         starts, desc="EM starts", unit="start", disable=not progress_bar
@@ -757,10 +759,6 @@ def _choose_model(
         if best is None or score > best[0]:
             best = (score, name, T, fit)
     assert best is not None
-    if rank_opts is not opts:
-        score, name, T, fit = best
-        fit = _run_em(prob, T, fit.w, fit.theta.copy(), **opts)
-        best = (score + fit.ll - best[3].ll, name, T, fit)
     if C is not None:
         # Single swaps refine the best start only: a swap keeps the support's size and
         # only raises the likelihood, so the best start stays best. Swapping the others
@@ -776,7 +774,7 @@ def _choose_model(
             C,
             fixed_w=fixed,
             max_iter=max_iter,
-            tol=tol,
+            tol=rank_opts["tol"],
         )
         fit = EMFit(w_, th_, None, ll, fit.n_iter, fit.converged)
         best = (score + ll - best[3].ll, name, T, fit)
@@ -789,6 +787,7 @@ def _choose_model(
             tol=tol,
         )
         if ll - T.size * penalty > best[0]:
+            ranking = False  # prune_full_prior refits its choice at tol
             best = (
                 ll - T.size * penalty,
                 "full prior",
@@ -805,6 +804,8 @@ def _choose_model(
             msgs.append(msg)
             _warnings.warn(msg, IdentifiabilityWarning, stacklevel=3)
     _, name, T, fit = best
+    if ranking:
+        fit = _run_em(prob, T, fit.w, fit.theta.copy(), **opts)
     it = fit.n_iter
     if labeled is not None:  # the dev labels join the support and the likelihood
         new = np.setdiff1d(np.unique(labeled[2]), T)
