@@ -31,6 +31,34 @@ def test_adjacent_centers_are_all_kept(seed):
     assert acc >= acc_full - 0.01
 
 
+def test_searched_support_on_a_large_space_keeps_adjacent_centers():
+    # Permutations(7) is too large for the whole-space prior: the support is searched,
+    # greedily from one center and by the prior fitted over all candidates at once
+    # (no random restarts with a free size). Two pairs of centers, each one swap
+    # apart, on 1,000 rows of four noisy LFs.
+    space = ss.Permutations(7)
+
+    def sq_row(c):  # squared Kendall distances from c (never the 5,040^2 matrix)
+        return space.squared_distance_rows(np.array([c]))[0]
+
+    rng = np.random.default_rng(0)
+    c0 = int(rng.integers(len(space)))
+    c1 = int(rng.choice(np.flatnonzero(sq_row(c0) == 1)))
+    c2 = int(rng.choice(np.flatnonzero(sq_row(c0) >= 16)))
+    c3 = int(rng.choice(np.flatnonzero(sq_row(c2) == 4)))
+    prior = np.zeros(len(space))
+    prior[[c0, c1, c2, c3]] = [0.4, 0.15, 0.3, 0.15]
+    theta = rng.uniform(0.12, 0.3, 4)
+    data = ss.synthetic.make_label_matrix(
+        1000, space=space, theta=theta, prior=prior, seed=100
+    )
+    lm = _fit(space, data.L)
+    assert set(np.flatnonzero(lm.prior_ >= 0.05)) == {c0, c1, c2, c3}
+    np.testing.assert_allclose(
+        lm.prior_[[c0, c1, c2, c3]], prior[[c0, c1, c2, c3]], atol=0.05
+    )
+
+
 def test_discrete_keeps_every_class_and_follows_unanimous_votes():
     rows = np.array([[0, 1, 0], [1, 1, 1], [0, 0, 0], [1, 0, 1]])
     L = np.repeat(rows, 1000, axis=0)
