@@ -22,6 +22,14 @@ __all__ = ["excess_agreement_z"]
 _MAX_CELLS = 2**22
 
 
+def _frequencies(codes: np.ndarray, W: np.ndarray, v: int) -> np.ndarray:
+    """Per column b of ``W`` (u, p), the ``W``-weighted counts of ``codes`` (u, p) or
+    (u, 1) over the v voted labels: (p, v)."""
+    offsets = v * np.arange(W.shape[1])
+    flat = (codes + offsets).ravel()
+    return np.bincount(flat, W.ravel(), offsets.size * v).reshape(-1, v)
+
+
 def excess_agreement_z(
     patterns: np.ndarray, counts: np.ndarray, sq_rows: Any, n_labels: int
 ) -> tuple[float, float] | None:
@@ -68,13 +76,10 @@ def excess_agreement_z(
     for a in range(m - 1):  # every pair (a, b > a) at once: (u, m - a - 1) arrays
         W = c[:, None] * (votes[:, [a]] & votes[:, a + 1 :])  # rows where both vote
         n_ab = W.sum(axis=0)
-        offsets = v * np.arange(m - a - 1)
-        f_a = np.bincount(
-            (code[:, [a]] + offsets).ravel(), W.ravel(), offsets.size * v
-        ).reshape(-1, v)
-        f_b = np.bincount(
-            (code[:, a + 1 :] + offsets).ravel(), W.ravel(), offsets.size * v
-        ).reshape(-1, v)
+        f_a, f_b = (
+            _frequencies(code[:, [a]], W, v),
+            _frequencies(code[:, a + 1 :], W, v),
+        )
         observed = np.einsum("ub,ub->b", D[code[:, [a]], code[:, a + 1 :]], W)
         ok = n_ab >= 2
         n, f_a, f_b, observed = n_ab[ok], f_a[ok], f_b[ok], observed[ok]

@@ -175,6 +175,20 @@ def _fit(
     )
 
 
+def _variant_options(
+    noise_model: dict[str, Any], max_iter: int, tol: float
+) -> dict[str, Any]:
+    """``_run_em``'s options for the noise variant (prior and theta modes) of
+    ``noise_model``."""
+    return dict(
+        fixed_w=noise_model.get("prior", "free") != "free",
+        label_dependent=noise_model.get("theta") == "label",
+        shared=noise_model.get("theta") == "shared",
+        max_iter=max_iter,
+        tol=tol,
+    )
+
+
 def choose_family(
     stats: VoteStats,
     S: Any,
@@ -200,13 +214,7 @@ def choose_family(
     in the likelihood: 1 (one row, one vote) or as much as all unlabeled rows
     together, for when the votes alone mislead the model (dependent LFs).
     """
-    options = dict(
-        fixed_w=noise_model.get("prior", "free") != "free",
-        label_dependent=noise_model.get("theta") == "label",
-        shared=noise_model.get("theta") == "shared",
-        max_iter=max_iter,
-        tol=tol,
-    )
+    options = _variant_options(noise_model, max_iter, tol)
     # The halves only rank the candidates: a looser fit does that (large supports
     # make every EM step cost O(n_patterns k m)).
     fold_options = dict(options, max_iter=min(max_iter, 30), tol=max(tol, 1e-5))

@@ -35,6 +35,8 @@ from snorkel_structured.estimators._em_core import (
 from snorkel_structured.estimators._noise_family import (
     RISK_MIN_SE,
     RISK_WARN_SE,
+    _fit,
+    _variant_options,
     _with_theta,
     choose_family,
     shrink_theta,
@@ -931,19 +933,8 @@ def _refit_chosen(
         groups=groups,
         prior_pseudo_count=prior_pseudo_count,
     )
-    refit = _run_em(
-        prob,
-        T,
-        fit.w.copy(),
-        fit.theta.copy(),
-        fixed_w=noise_model.get("prior", "free") != "free",
-        label_dependent=noise_model.get("theta") == "label",
-        shared=noise_model.get("theta") == "shared",
-        alpha=None if fit.alpha is None else fit.alpha.copy(),
-        eps=None if fit.eps is None else fit.eps.copy(),
-        max_iter=max_iter,
-        tol=tol,
-    )
+    options = _variant_options(noise_model, max_iter, tol)
+    refit = _fit(prob, T, fit, fit.theta, fit.eps is not None, options)
     theta = shrink_theta(refit.theta, float(noise_model.get("shrinkage", 0.0)))
     return prob, _with_theta(refit, theta)
 
