@@ -102,6 +102,18 @@ class _Votes:
         """LF c's one-hot votes, (n_patterns, s_c)."""
         return np.eye(self.vals[c].size)[self.codes[c]]
 
+    def reweighted(self, counts: np.ndarray) -> _Votes:
+        """The same LFs and alphabets with new counts per pattern, over the patterns
+        with a positive count only (e.g. one fold of the rows)."""
+        rows = np.flatnonzero(counts > 0)
+        out = object.__new__(_Votes)
+        out.patterns, out.counts = self.patterns[rows], counts[rows]
+        out.n = float(out.counts.sum())
+        out.vals = self.vals
+        out.codes = [code[rows] for code in self.codes]
+        out._by_value = [by[:, rows] for by in self._by_value]
+        return out
+
     def group_sum(self, c: int, X: np.ndarray) -> np.ndarray:
         """Rows of X summed by LF c's value, (s_c, X.shape[1])."""
         return np.asarray(self._by_value[c] @ X)
@@ -314,14 +326,20 @@ class _FoldFeatures:
 
     Every pair's cross-table is a block of the one Gram matrix, and pairs (and the
     rounds of the forward selection) share splits: one product over the patterns
-    per fold instead of one per pair and round.
+    per fold instead of one per pair and round. The bases are only ever applied to
+    the other fold's statistic, so they are projected on that fold's patterns
+    (``rows``) alone: with few rows per pattern, about half of them.
     """
 
-    def __init__(self, feats: list[np.ndarray], p: np.ndarray) -> None:
-        self.Z = np.hstack(feats)
+    def __init__(
+        self, feats: list[np.ndarray], p: np.ndarray, rows: np.ndarray
+    ) -> None:
+        Z = np.hstack(feats)
         edges = np.cumsum([f.shape[1] for f in feats])[:-1]
-        self.cols = np.split(np.arange(self.Z.shape[1]), edges)
-        self.gram = self.Z.T @ (self.Z * p[:, None])
+        self.cols = np.split(np.arange(Z.shape[1]), edges)
+        own = p > 0
+        self.gram = Z[own].T @ (Z[own] * p[own, None])
+        self.Z = Z[rows]
         self._bases: dict[Any, tuple[np.ndarray, np.ndarray] | None] = {}
 
     def basis(
@@ -331,7 +349,7 @@ class _FoldFeatures:
 
         Returns
         -------
-        v1, v2 : ndarray of shape (n_patterns, kk)
+        v1, v2 : ndarray of shape (rows.size, kk)
             Features of O1 and O2, kk = min(k, numerical rank), scaled so that the
             reduced table ``sum_u p_u v2_u v1_u^T`` is the identity on this fold.
             None when the cross-table is zero.
@@ -351,6 +369,19 @@ class _FoldFeatures:
                     (self.Z[:, c2] @ Uk[:, :kk]) * scale,
                 )
         return self._bases[key]
+
+
+def _inverse(C: np.ndarray) -> np.ndarray:
+    """Inverse of the reduced table C, or its pseudo-inverse when C is (nearly)
+    singular. C is the identity on the fold that chose the basis, so on the other
+    fold it is well conditioned but for rare directions: the plain inverse is exact
+    there and a tenth of the cost of an SVD."""
+    try:
+        Ci = np.linalg.inv(C)
+    except np.linalg.LinAlgError:
+        return np.linalg.pinv(C)
+    cond = np.abs(C).sum(axis=0).max() * np.abs(Ci).sum(axis=0).max()
+    return Ci if np.isfinite(cond) and cond < 1e12 else np.linalg.pinv(C)
 
 
 def _pair_statistic(
@@ -402,7 +433,7 @@ def _pair_statistic(
     # The second orientation's table is the first's transposed, and so is its
     # inverse: the two share pv1, pv2 and the rows v1 C^-1, v2 C^-T.
     pv1, pv2 = v1 * p[:, None], v2 * p[:, None]
-    Ci = np.linalg.pinv(v2.T @ pv1)
+    Ci = _inverse(v2.T @ pv1)
     v1C, v2C = v1 @ Ci, v2 @ Ci.T
     orientations = [(pv1, pv2, Ci, v1C, v2C)]
     if both_orientations:
@@ -423,38 +454,38 @@ def _pair_statistic(
 
 
 def _cross_fitted(
-    votes: _Votes,
+    fold_votes: list[_Votes],
     feats: list[_FoldFeatures],
-    fold_p: list[np.ndarray],
-    folds: tuple[np.ndarray, np.ndarray],
     a: int,
     b: int,
     split: tuple[list[int], list[int]],
     k: int,
     both_orientations: bool,
-) -> tuple[float, np.ndarray] | None:
+) -> tuple[float, list[np.ndarray]] | None:
     """The pair's statistic averaged over the two folds, and its scaled influences.
 
     The features and the top-k subspace are chosen on one fold and the statistic is
-    computed on the other, both ways.
+    computed on the other (``fold_votes[f]``: fold f's patterns, weighted by their
+    rows in it), both ways.
 
     Returns
     -------
     diff : float
-    scaled : ndarray of shape (2, n_patterns)
+    scaled : list of two ndarrays of shape (n_patterns_f,)
         Per fold f, ``influence_u sqrt(p_u / n_f) / 2``: the covariance of two pairs'
         statistics is the sum over folds of the products of these.
     """
     out = []
-    scaled = np.zeros((2, fold_p[0].size))
-    for f, (basis_fold, stat_fold) in enumerate(((0, 1), (1, 0))):
-        basis = feats[basis_fold].basis(*split, k)
+    scaled = []
+    for stat_fold in (0, 1):
+        basis = feats[1 - stat_fold].basis(*split, k)
         if basis is None:
             return None
-        p = fold_p[stat_fold]
+        votes = fold_votes[stat_fold]
+        p = votes.counts / votes.n
         d, infl = _pair_statistic(votes, *basis, a, b, p, both_orientations)
         out.append(d)
-        scaled[f] = 0.5 * infl * np.sqrt(p / folds[stat_fold].sum())
+        scaled.append(0.5 * infl * np.sqrt(p / votes.n))
     return 0.5 * (out[0] + out[1]), scaled
 
 
@@ -505,14 +536,20 @@ def finite_test(
     if folds is None:  # too few rows to split: nothing can be tested
         return a_idx, b_idx, n_both, agree_full / (n_both / votes.n), nan, nan, []
     k = _estimate_rank(votes) if n_components is None else int(n_components)
+    rows = [np.flatnonzero(f > 0) for f in folds]
+    fold_votes = [votes.reweighted(f) for f in folds]
     fold_p = [f / f.sum() for f in folds]
-    feats = [_FoldFeatures(_lf_features(votes, k, p), p) for p in fold_p]
+    # fold f's features, projected on the other fold's patterns
+    feats = [
+        _FoldFeatures(_lf_features(votes, k, fold_p[f]), fold_p[f], rows[1 - f])
+        for f in (0, 1)
+    ]
     cache: dict[Any, Any] = {}
     flagged: list[tuple[int, int]] = []
     while True:
         diff = np.full(a_idx.size, np.nan)
         # influences scaled by sqrt(p_u / n) per fold: cov = sum of G_f^T G_f
-        G = np.zeros((2, P.shape[0], a_idx.size))
+        G = [np.zeros((fold.counts.size, a_idx.size)) for fold in fold_votes]
         for t in range(a_idx.size):
             a, b = int(a_idx[t]), int(b_idx[t])
             split = halves([c for c in range(m) if c not in (a, b)], a, b, flagged)
@@ -522,12 +559,11 @@ def finite_test(
             both_ways = not any(a in f or b in f for f in flagged)
             key = (t, tuple(split[0]), tuple(split[1]), both_ways)
             if key not in cache:  # recomputed only when a flag changes the split
-                cache[key] = _cross_fitted(
-                    votes, feats, fold_p, folds, a, b, split, k, both_ways
-                )
+                cache[key] = _cross_fitted(fold_votes, feats, a, b, split, k, both_ways)
             if cache[key] is None:
                 continue
-            diff[t], G[:, :, t] = cache[key]
+            diff[t], scaled = cache[key]
+            G[0][:, t], G[1][:, t] = scaled
         cov = G[0].T @ G[0] + G[1].T @ G[1]
         se = np.sqrt(np.diag(cov))
         with np.errstate(invalid="ignore", divide="ignore"):
