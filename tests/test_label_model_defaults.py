@@ -19,6 +19,7 @@ from snorkel_structured.label_model._dev_choice import DEV_MIN_SE
 from snorkel_structured.label_model.structured import (
     ONE_ANSWER_SHARE,
     PRIOR_PSEUDO_COUNT,
+    _warning_sample,
 )
 
 
@@ -462,12 +463,15 @@ def test_manifold_auto_dependencies_find_a_copy():
     assert none.dependencies_.size == 0
 
 
-def test_lfs_at_chance_agreement_warn():
+@pytest.mark.parametrize("n", [3000, 30_000])
+def test_lfs_at_chance_agreement_warn(n):
     # LFs that vote at random: no pair agrees more than chance, and fit says so. The
     # uniform prior keeps the answer the votes' own (the fitted one followed their
-    # frequencies), not one label for every row.
+    # frequencies), not one label for every row. At 30,000 rows (about as many
+    # patterns) the check first reads a sample of the rows, which must not hide it.
     rng = np.random.default_rng(0)
-    L = rng.integers(0, 24, size=(3000, 4))
+    L = rng.integers(0, 24, size=(n, 4))
+    _assert_sampled_above(L, 24, n > 3000)
     lm = ss.StructuredLabelModel(ss.Permutations(4), seed=0)
     with pytest.warns(IdentifiabilityWarning, match="No two LFs agree more"):
         lm.fit(L, progress_bar=False, dependencies=[])
@@ -515,11 +519,19 @@ def test_excess_agreement_skips_spaces_too_large_to_read():
     assert excess_agreement_z(P, np.ones(900), sq_rows, 5040) is None
 
 
-def test_one_answer_for_every_row_warns():
+def _assert_sampled_above(L, n_labels, sampled):
+    stats = VoteStats.from_label_matrix(L, n_labels=n_labels)
+    assert (_warning_sample(stats) is not stats) == sampled
+
+
+@pytest.mark.parametrize("n", [3000, 30_000])
+def test_one_answer_for_every_row_warns(n):
     # A few-label prior (the paper's search) over random votes: the posterior is
-    # nearly the prior and one label is the answer for nearly every row.
+    # nearly the prior and one label is the answer for nearly every row (at 30,000
+    # rows, seen on a sample of them first).
     rng = np.random.default_rng(0)
-    L = rng.integers(0, 24, size=(3000, 4))
+    L = rng.integers(0, 24, size=(n, 4))
+    _assert_sampled_above(L, 24, n > 3000)
     lm = ss.StructuredLabelModel(ss.Permutations(4), seed=0, prior_support="search")
     with pytest.warns(IdentifiabilityWarning, match="predicts label .* of the voted"):
         lm.fit(L, progress_bar=False, dependencies=[])
@@ -527,12 +539,22 @@ def test_one_answer_for_every_row_warns():
     assert np.bincount(pred).max() / pred.size >= ONE_ANSWER_SHARE
 
 
-def test_good_lfs_do_not_warn_of_one_answer():
-    space, L, _ = _dominant_lf_data(n=2000)
+@pytest.mark.parametrize("n", [2000, 30_000])
+def test_good_lfs_do_not_warn(n):
+    # Neither of the closing checks, on all rows or (30,000 rows of 6 LFs: over
+    # 5,000 patterns) on a sample first.
+    if n == 2000:
+        space, L, _ = _dominant_lf_data(n=n)
+    else:
+        rng = np.random.default_rng(0)
+        space, Y = ss.Permutations(4), rng.integers(0, 24, n)
+        L = np.column_stack([_noisy_copy(rng, Y, 0.6, 24) for _ in range(6)])
+    _assert_sampled_above(L, len(space), n > 2000)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         ss.StructuredLabelModel(space, seed=0).fit(L, progress_bar=False)
     assert not [w for w in caught if "predicts label" in str(w.message)]
+    assert not [w for w in caught if "No two LFs agree" in str(w.message)]
 
 
 def test_support_swaps_each_gain_more_than_the_search_tolerance(monkeypatch):
