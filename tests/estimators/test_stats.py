@@ -46,3 +46,28 @@ def test_add_errors():
         a + 1
     with pytest.raises(ValueError, match="outside the label space"):
         ss.VoteStats.from_label_matrix(np.array([[0, 3, 1]]), 3)
+
+
+@pytest.mark.parametrize(
+    "n, n_labels, m",
+    [
+        (2_000, 2, 6),  # 729 codes: a dense count
+        (2_000, 4, 10),  # 9.8M codes for 2,000 rows: sorted codes
+        (300, 120, 12),  # codes overflow int64: unique rows
+    ],
+)
+def test_patterns_and_inverse_match_a_brute_force_count(n, n_labels, m):
+    from snorkel_structured.estimators._stats import _count_patterns, unique_rows
+
+    rng = np.random.default_rng(0)
+    L = rng.integers(-1, n_labels, size=(n, m))
+    L[n // 2 :] = L[: n - n // 2]  # every row at least twice
+    expected = sorted({tuple(row) for row in L.tolist()})
+    counts = {}
+    for row in L.tolist():
+        counts[tuple(row)] = counts.get(tuple(row), 0) + 1
+    patterns, inverse = unique_rows(L, n_labels)
+    assert sorted(map(tuple, patterns.tolist())) == expected
+    np.testing.assert_array_equal(patterns[inverse], L)
+    patterns, c = _count_patterns(L, n_labels)
+    assert {tuple(p): k for p, k in zip(patterns.tolist(), c)} == counts
