@@ -103,7 +103,6 @@ class _Problem:
         log_h: np.ndarray | None = None,
         prior_pseudo_count: float = 0.0,
         row_weight: float = 1.0,
-        risk_groups: np.ndarray | None = None,
     ) -> None:
         self.sq = sq
         # How many rows of the data each counted row stands for (a random sample of
@@ -113,10 +112,6 @@ class _Problem:
         # pattern where j LFs of a group voted, each of their votes weighs 1/j in the
         # likelihood: the group speaks with one voice (see pattern_weights).
         self.groups = groups
-        # Groups held out together by the held-out risk (conditional_risk): by default
-        # ``groups``. Dependencies detected but not weighed (every vote counts one)
-        # still must not let an LF's partners vouch for its vote.
-        self.risk_groups = groups if risk_groups is None else risk_groups
         # Dirichlet pseudo-count per label in the prior's M-step (see prior_step).
         self.prior_pseudo_count = float(prior_pseudo_count)
         self.r = sq.r
@@ -180,26 +175,6 @@ class _Problem:
         self._table_cache: tuple[Any, Any] = (None, None)
 
     # -- rows of S and their value distributions -----------------------------------
-    def sibling(
-        self,
-        stats: VoteStats,
-        sq: _SqDists,
-        labeled: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-        log_h: np.ndarray | None = None,
-    ) -> _Problem:
-        """The same problem's settings (groups, risk groups, prior pseudo-count, row
-        weight) on other rows, distances or labeled rows."""
-        return _Problem(
-            stats,
-            sq,
-            labeled,
-            self.groups,
-            log_h,
-            prior_pseudo_count=self.prior_pseudo_count,
-            row_weight=self.row_weight,
-            risk_groups=self.risk_groups,
-        )
-
     def rows(self, T: np.ndarray) -> np.ndarray:
         # EM asks for the same support's rows at every step: keep the last ones.
         key = T.tobytes()
@@ -489,13 +464,12 @@ class _Problem:
         space). It scores what a model predicts, not how well it fits the votes:
         a likelihood rewards a model that explains agreements by dependence or
         outliers even when its answers get worse. Each LF's whole dependency group
-        (``risk_groups``) is left out (its members would vouch for each other).
+        (``groups``) is left out (its members would vouch for each other).
         A vote counts where an LF outside its group voted too.
         """
         per_lf = self.vote_log_terms(theta, T, eps, alpha)
         G = per_lf.sum(axis=1) + log_w[None, :]  # (u, k)
-        groups = self.risk_groups
-        groups = np.arange(self.m) if groups is None else np.asarray(groups)
+        groups = np.arange(self.m) if self.groups is None else np.asarray(self.groups)
         D_T = np.sqrt(np.maximum(self.sq.sq_rows(T), 0.0))  # (k, r)
         risk = np.zeros(self.u)
         for g in np.unique(groups):  # one (u, k) argmax per group

@@ -222,6 +222,9 @@ def choose_family(
     if labeled is not None:
         n_lab = float(np.sum(labeled[1]))
         weights = (1.0, max(1.0, float(np.sum(stats.counts)) / max(n_lab, 1.0)))
+    vw = base_prob.groups
+    pc = base_prob.prior_pseudo_count
+    rw = base_prob.row_weight
 
     def weighted(lab: Any, omega: float) -> Any:
         return None if lab is None else (lab[0], lab[1] * omega, lab[2])
@@ -245,7 +248,14 @@ def choose_family(
             start, prob = loose[key]
             fitted[key] = _fit(prob, T, start, start.theta, o, options), prob
             return fitted[key]
-        prob = base_prob.sibling(stats, _SqDists(S, p), weighted(labeled, omega))
+        prob = _Problem(
+            stats,
+            _SqDists(S, p),
+            weighted(labeled, omega),
+            vw,
+            prior_pseudo_count=pc,
+            row_weight=rw,
+        )
         # From the base (not the halves' fits): a symmetric problem stays
         # symmetric. With outliers, from the same power's fit without them when
         # there is one (its theta is already at home in d^p).
@@ -283,11 +293,24 @@ def choose_family(
     lab_rows: dict[tuple[float, bool, float, float], list[Any]] = {}
     for p, o, omega in candidates:
         sq = _SqDists(S, p)
-        fit_on = [base_prob.sibling(st, sq, weighted(lab, omega)) for st, lab in halves]
+        fit_on = [
+            _Problem(
+                st, sq, weighted(lab, omega), vw, prior_pseudo_count=pc, row_weight=rw
+            )
+            for st, lab in halves
+        ]
         # An outlier vote is drawn from the LF's vote distribution as estimated on
         # the fitting half: the held-out half's own would leak its votes.
         score_on = [
-            base_prob.sibling(st, sq, lab, log_h=fit_on[1 - j].log_h)
+            _Problem(
+                st,
+                sq,
+                lab,
+                vw,
+                log_h=fit_on[1 - j].log_h,
+                prior_pseudo_count=pc,
+                row_weight=rw,
+            )
             for j, (st, lab) in enumerate(halves)
         ]
         # From the family's fit on all rows: the halves' fits are a few steps away.
@@ -333,7 +356,9 @@ def choose_family(
     p, o, omega, s = best
     fit, prob = refit(p, o, omega)
     if omega != 1.0:  # the fitted problem, with the labeled rows counted once
-        prob = base_prob.sibling(stats, _SqDists(S, p), labeled)
+        prob = _Problem(
+            stats, _SqDists(S, p), labeled, vw, prior_pseudo_count=pc, row_weight=rw
+        )
     return FamilyChoice(
         p, o, s, omega, _with_theta(fit, shrink_theta(fit.theta, s)), prob, scores
     )

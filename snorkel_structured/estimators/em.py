@@ -447,7 +447,6 @@ def mle_estimate(
     groups: np.ndarray | None = None,
     prior_pseudo_count: float = 0.0,
     progress_bar: bool = False,
-    risk_groups: np.ndarray | None = None,
 ) -> MLEEstimate:
     """Maximum-likelihood prior and theta of the finite noise model (EM over patterns).
 
@@ -513,11 +512,6 @@ def mle_estimate(
         Show a tqdm progress bar over the EM starting points (the tensor start, the
         search and its ``n_restarts``): with many restarts on many vote patterns
         the fit takes seconds.
-    risk_groups : ndarray of int of shape (n_lfs,), optional
-        Groups of LFs held out together by the held-out risk that chooses the
-        family and the safety net (default: ``groups``): dependencies that are
-        detected but not weighed (every vote counts one) still must not let an
-        LF's partners vouch for its vote.
 
     Returns
     -------
@@ -595,7 +589,6 @@ def mle_estimate(
         prior_pseudo_count=prior_pseudo_count,
         progress_bar=progress_bar,
         row_weight=float(np.sum(stats.counts)) / float(np.sum(choice_stats.counts)),
-        risk_groups=risk_groups,
     )
     if choice_stats is not stats:
         given = prior is not None or support is not None
@@ -703,14 +696,12 @@ def _choose_model(
     prior_pseudo_count: float,
     progress_bar: bool,
     row_weight: float = 1.0,
-    risk_groups: np.ndarray | None = None,
 ) -> tuple[_Problem, np.ndarray, EMFit, int, str, list[str], dict[str, Any]]:
     """:func:`mle_estimate`'s choices on ``stats``: the support T, the noise variant,
     family and shrinkage, with the chosen model's fit and its problem.
 
     ``row_weight``: the rows each row of ``stats`` stands for (``stats`` a random
     sample of the data's rows), so that every criterion reads as on all rows.
-    ``risk_groups``: as in :func:`mle_estimate`.
 
     Returns (problem, T, fit, EM iterations, start's name, warnings, noise model).
     """
@@ -722,7 +713,6 @@ def _choose_model(
         groups=groups,
         prior_pseudo_count=prior_pseudo_count,
         row_weight=row_weight,
-        risk_groups=risk_groups,
     )
     abstain_variants = _variants(abstain_dependent, "abstain_dependent")
     if not prob.any_abstain:
@@ -831,7 +821,14 @@ def _choose_model(
             th_ext = fit.theta
             T = np.concatenate([T, new])
             fit = EMFit(w_ext / w_ext.sum(), th_ext, None, fit.ll, it, True)
-        prob = prob.sibling(stats, sq, labeled)
+        prob = _Problem(
+            stats,
+            sq,
+            labeled,
+            groups,
+            prior_pseudo_count=prior_pseudo_count,
+            row_weight=row_weight,
+        )
         fit = _run_em(prob, T, fit.w, fit.theta.copy(), **opts)
         it += fit.n_iter
     theta_modes = {

@@ -634,11 +634,6 @@ class StructuredLabelModel(
                 shrinkages = (1.0,)
         elif self._dependencies:
             pattern_groups = groups
-        # Detected groups still leave each LF's partners out of the held-out risk
-        # that picks the family: with them, a cluster vouches for its own votes and
-        # the outlier family won (country_density / area rankings: 0.196 -> 0.163
-        # and 0.159 -> 0.151 normalized Kendall with the groups held out).
-        risk_groups = lf_groups if detected else None
         dev_scores = None
         with _warnings.captured() as caught:
             if self.estimator == "mle":
@@ -666,7 +661,6 @@ class StructuredLabelModel(
                     prior_pseudo_count=PRIOR_PSEUDO_COUNT
                     if self._spread_prior()
                     else 0.0,
-                    risk_groups=risk_groups,
                 )
                 prior, theta, ll = est.prior, est.theta, est.log_likelihood
                 expected, abstain = est.expected_sq_dist, est.abstain
