@@ -130,6 +130,12 @@ CHOICE_MAX_PATTERNS = 5_000
 CHOICE_ROWS = 10_000
 
 
+def chooses_on_a_sample(stats: VoteStats) -> bool:
+    """Whether ``stats`` has more than CHOICE_MAX_PATTERNS patterns and CHOICE_ROWS
+    rows: the choices (and the fit's closing checks) then read a sample of them."""
+    return stats.n_patterns > CHOICE_MAX_PATTERNS and stats.n_samples > CHOICE_ROWS
+
+
 def _tensor_start(
     stats: VoteStats,
     S: np.ndarray,
@@ -554,11 +560,7 @@ def mle_estimate(
     """
     rng = check_seed(seed)
     choice_stats = stats
-    if (
-        labeled is None
-        and stats.n_patterns > CHOICE_MAX_PATTERNS
-        and stats.n_samples > CHOICE_ROWS
-    ):
+    if labeled is None and chooses_on_a_sample(stats):
         # Every choice (support, noise variant, family, shrinkage) fits several EM
         # models, each at O(n_patterns) per step: on a random CHOICE_ROWS rows, each
         # weighing for the rows it stands for, so that likelihoods, BIC penalties and

@@ -28,8 +28,8 @@ from snorkel_structured.estimators._noise_family import SHRINK_GRID
 from snorkel_structured.estimators._noise_kernel import _SqDists
 from snorkel_structured.estimators._stats import VoteStats, _count_patterns
 from snorkel_structured.estimators.em import (
-    CHOICE_MAX_PATTERNS,
     CHOICE_ROWS,
+    chooses_on_a_sample,
     em_refine,
     mle_estimate,
 )
@@ -91,7 +91,7 @@ BaseLabeler = snorkel_base_labeler()
 
 def _warning_sample(stats: VoteStats) -> VoteStats:
     """A random CHOICE_ROWS of the rows of large ``stats`` (seeded), else ``stats``."""
-    if stats.n_patterns <= CHOICE_MAX_PATTERNS or stats.n_samples <= CHOICE_ROWS:
+    if not chooses_on_a_sample(stats):
         return stats
     return stats.thinned(CHOICE_ROWS / stats.n_samples, np.random.default_rng(11))
 

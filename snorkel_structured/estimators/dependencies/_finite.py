@@ -104,9 +104,11 @@ class _Votes:
 
     def reweighted(self, counts: np.ndarray) -> _Votes:
         """The same LFs and alphabets with new counts per pattern, over the patterns
-        with a positive count only (e.g. one fold of the rows)."""
+        with a positive count only (e.g. one fold of the rows); ``rows`` are their
+        indices among this object's patterns."""
         rows = np.flatnonzero(counts > 0)
         out = object.__new__(_Votes)
+        out.rows = rows
         out.patterns, out.counts = self.patterns[rows], counts[rows]
         out.n = float(out.counts.sum())
         out.vals = self.vals
@@ -536,12 +538,13 @@ def finite_test(
     if folds is None:  # too few rows to split: nothing can be tested
         return a_idx, b_idx, n_both, agree_full / (n_both / votes.n), nan, nan, []
     k = _estimate_rank(votes) if n_components is None else int(n_components)
-    rows = [np.flatnonzero(f > 0) for f in folds]
     fold_votes = [votes.reweighted(f) for f in folds]
     fold_p = [f / f.sum() for f in folds]
     # fold f's features, projected on the other fold's patterns
     feats = [
-        _FoldFeatures(_lf_features(votes, k, fold_p[f]), fold_p[f], rows[1 - f])
+        _FoldFeatures(
+            _lf_features(votes, k, fold_p[f]), fold_p[f], fold_votes[1 - f].rows
+        )
         for f in (0, 1)
     ]
     cache: dict[Any, Any] = {}
