@@ -40,7 +40,6 @@ from snorkel_structured.estimators._noise_kernel import (
     _dist_moments,
     _log_table,
     _mix_outliers,
-    _row_dists,
     _solve_theta,
     _SqDists,
 )
@@ -168,7 +167,6 @@ class _Problem:
         self.abstain_loglik = float(
             self.cA.sum(0) @ np.log(rate) + self.n_voted @ np.log1p(-rate)
         )
-        self._dists: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._gathered: tuple[bytes, Any] = (b"", None)
         self._rows_cache: tuple[bytes, Any] = (b"", None)
         self._dists_cache: tuple[bytes, Any] = (b"", None)
@@ -186,23 +184,8 @@ class _Problem:
         """(vals, logmult) of the rows of T, (k, q) each (cached per label)."""
         key = T.tobytes()
         if self._dists_cache[0] != key:
-            self._dists_cache = (key, self._gather_dists(T))
+            self._dists_cache = (key, self.sq.dists(T))
         return self._dists_cache[1]
-
-    def _gather_dists(self, T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        missing = [int(t) for t in T if int(t) not in self._dists]
-        if missing:
-            v, lm = _row_dists(self.rows(np.array(missing)))
-            for i, t in enumerate(missing):
-                keep = np.isfinite(lm[i])
-                self._dists[t] = (v[i, keep], lm[i, keep])
-        q = max(self._dists[int(t)][0].size for t in T)
-        vals = np.zeros((T.size, q))
-        logmult = np.full((T.size, q), -np.inf)
-        for j, t in enumerate(T):
-            v, lm = self._dists[int(t)]
-            vals[j, : v.size], logmult[j, : v.size] = v, lm
-        return vals, logmult
 
     def candidates(self) -> np.ndarray:
         """Labels the support search scores: all, or the most-voted in a large space."""

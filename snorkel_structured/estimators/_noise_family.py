@@ -225,6 +225,14 @@ def choose_family(
     vw = base_prob.groups
     pc = base_prob.prior_pseudo_count
     rw = base_prob.row_weight
+    # One set of distances per power, shared by every problem below (each keeps the
+    # distinct distances of its labels' rows).
+    sqs = {base_prob.sq.power: base_prob.sq}
+
+    def sq_of(p: float) -> _SqDists:
+        if p not in sqs:
+            sqs[p] = _SqDists(S, p)
+        return sqs[p]
 
     def weighted(lab: Any, omega: float) -> Any:
         return None if lab is None else (lab[0], lab[1] * omega, lab[2])
@@ -250,7 +258,7 @@ def choose_family(
             return fitted[key]
         prob = _Problem(
             stats,
-            _SqDists(S, p),
+            sq_of(p),
             weighted(labeled, omega),
             vw,
             prior_pseudo_count=pc,
@@ -292,7 +300,7 @@ def choose_family(
     lab_scores: dict[tuple[float, bool, float, float], float] = {}
     lab_rows: dict[tuple[float, bool, float, float], list[Any]] = {}
     for p, o, omega in candidates:
-        sq = _SqDists(S, p)
+        sq = sq_of(p)
         fit_on = [
             _Problem(
                 st, sq, weighted(lab, omega), vw, prior_pseudo_count=pc, row_weight=rw
@@ -357,7 +365,7 @@ def choose_family(
     fit, prob = refit(p, o, omega)
     if omega != 1.0:  # the fitted problem, with the labeled rows counted once
         prob = _Problem(
-            stats, _SqDists(S, p), labeled, vw, prior_pseudo_count=pc, row_weight=rw
+            stats, sq_of(p), labeled, vw, prior_pseudo_count=pc, row_weight=rw
         )
     return FamilyChoice(
         p, o, s, omega, _with_theta(fit, shrink_theta(fit.theta, s)), prob, scores

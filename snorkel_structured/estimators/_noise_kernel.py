@@ -46,6 +46,9 @@ class _SqDists:
             self.S = np.asarray(S_or_space, dtype=np.float64)
             self.r = self.S.shape[0]
         self._cache: dict[int, np.ndarray] = {}
+        # Each label's distinct d^p and their log multiplicities (``_row_dists``),
+        # kept here so that every problem on these distances shares them.
+        self._dists: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     @functools.cached_property
     def unit(self) -> float:
@@ -68,6 +71,23 @@ class _SqDists:
         """Rows of d^p (the dissimilarity the noise model uses), (len(idx), r)."""
         sq = self.sq_rows(idx)
         return sq if self.power == 2.0 else np.maximum(sq, 0.0) ** (self.power / 2.0)
+
+    def dists(self, T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(vals, logmult) of the rows of d^p of the labels T, (k, q) each: each
+        row's distinct values and their log multiplicities, padded with (0, -inf)."""
+        missing = [t for t in dict.fromkeys(T.tolist()) if t not in self._dists]
+        if missing:
+            v, lm = _row_dists(self.rows(np.array(missing)))
+            for i, t in enumerate(missing):
+                keep = np.isfinite(lm[i])
+                self._dists[t] = (v[i, keep], lm[i, keep])
+        got = [self._dists[t] for t in T.tolist()]
+        q = max(v.size for v, _ in got)
+        vals = np.zeros((T.size, q))
+        logmult = np.full((T.size, q), -np.inf)
+        for j, (v, lm) in enumerate(got):
+            vals[j, : v.size], logmult[j, : v.size] = v, lm
+        return vals, logmult
 
     def sq_rows(self, idx: Any) -> np.ndarray:
         """Rows of the squared distances d^2, (len(idx), r)."""
@@ -95,15 +115,22 @@ def _row_dists(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     The partition function and moments of exp(-theta S[y, .]) depend on row y only
     through these (a permutation space has at most 29 distinct squared Kendall
     distances per row, a 0/1 space two), so solving for theta never touches r columns.
+    Each row's values ascend, as ``np.unique`` gives them; padding is (0, -inf).
     """
-    k = rows.shape[0]
-    uniq = [np.unique(row, return_counts=True) for row in rows]  # k small rows
-    q = max(u.size for u, _ in uniq) if k else 1
+    k, r = rows.shape
+    if k == 0 or r == 0:
+        return np.zeros((k, 1)), np.full((k, 1), -np.inf)
+    s = np.sort(rows, axis=1)
+    first = np.ones((k, r), dtype=bool)  # first of a run of equal values
+    first[:, 1:] = s[:, 1:] != s[:, :-1]
+    pos = np.cumsum(first, axis=1) - 1  # index of each value among its row's distinct
+    q = int(pos[:, -1].max()) + 1
+    row = np.repeat(np.arange(k), r)
+    counts = np.bincount(row * q + pos.ravel(), minlength=k * q).reshape(k, q)
     vals = np.zeros((k, q))
-    logmult = np.full((k, q), -np.inf)
-    for j, (u, cnt) in enumerate(uniq):
-        vals[j, : u.size] = u
-        logmult[j, : u.size] = np.log(cnt)
+    vals[row[first.ravel()], pos[first]] = s[first]
+    with np.errstate(divide="ignore"):
+        logmult = np.log(counts.astype(np.float64))
     return vals, logmult
 
 

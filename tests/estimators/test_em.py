@@ -211,3 +211,42 @@ def test_choices_on_a_sample_weigh_as_all_rows():
     assert lm.stats_.n_patterns > 5_000  # the choices were made on a sample
     assert lm.noise_model_["abstain"] and lm.noise_model_["theta"] == "label"
     assert np.mean(lm.predict(L) == Y) > 0.99
+
+
+@pytest.mark.parametrize("power", [1.0, 2.0])
+def test_each_labels_distinct_distances_and_multiplicities(power):
+    # The noise model's normalizer depends on a label's row of d^p only through its
+    # distinct values and how often each occurs: checked against counting the row.
+    from snorkel_structured.estimators._noise_kernel import _SqDists
+
+    space = ss.Permutations(4)
+    S = space.squared_distance_matrix
+    sq = _SqDists(space, power)
+    T = np.array([5, 0, 23, 5, 11])  # a repeated label, out of order
+    vals, logmult = sq.dists(T)
+    for j, t in enumerate(T):
+        row = S[t] ** (power / 2.0)
+        distinct = sorted(set(row.tolist()))
+        used = np.isfinite(logmult[j])
+        np.testing.assert_array_equal(vals[j, used], distinct)
+        mult = [int(np.sum(row == v)) for v in distinct]
+        np.testing.assert_allclose(np.exp(logmult[j, used]), mult, rtol=1e-12)
+        # padding: value 0 with multiplicity 0
+        assert (vals[j, ~used] == 0).all()
+        assert np.exp(logmult[j]).sum() == pytest.approx(len(space))
+    # a tree: labels at different depths have rows of different shapes
+    parents = [-1, 0, 0, 1, 1, 3]
+    A = np.zeros((6, 6))
+    for child, parent in enumerate(parents[1:], start=1):
+        A[child, parent] = A[parent, child] = 1.0
+    tree = ss.GraphSpace(A)
+    vals, logmult = _SqDists(tree, power).dists(np.arange(6))
+    D = tree.squared_distance_matrix ** (power / 2.0)
+    for t in range(6):
+        used = np.isfinite(logmult[t])
+        vs, ms = vals[t, used].tolist(), np.exp(logmult[t, used]).tolist()
+        got = dict(zip(vs, ms, strict=True))
+        want = {v: float(np.sum(D[t] == v)) for v in set(D[t].tolist())}
+        assert got.keys() == want.keys()
+        for v in want:
+            assert got[v] == pytest.approx(want[v], rel=1e-12)
