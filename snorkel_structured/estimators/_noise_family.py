@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from snorkel_structured._numeric import logsumexp
+from snorkel_structured._numeric import normalize_log_rows
 from snorkel_structured.estimators._em_core import EMFit, _Problem, _run_em
 from snorkel_structured.estimators._noise_kernel import _SqDists
 from snorkel_structured.estimators._stats import VoteStats
@@ -106,7 +106,7 @@ def _labeled_score(
     if fit.alpha is not None:
         G += prob.abstained @ np.log(fit.alpha) + prob.voted @ np.log1p(-fit.alpha)
     rows = np.flatnonzero(prob.labeled & (prob.c > 0))
-    post = np.exp(G[rows] - logsumexp(G[rows], axis=1, keepdims=True))  # (u', k)
+    post = normalize_log_rows(G[rows])[0]  # (u', k)
     d = np.sqrt(np.maximum(prob.sq.sq_rows(prob.lab[rows])[:, T], 0.0))
     return -(post * d).sum(axis=1), prob.c[rows]
 
