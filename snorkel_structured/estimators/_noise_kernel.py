@@ -174,6 +174,12 @@ def _solve_theta(
         # classes): the weighted mean over labels is any one label's.
         vals, logmult = vals[:1], logmult[:1]
         weights = weights.sum(axis=1, keepdims=True)
+    if vals.shape[0] == 1:
+        fast = _newton_one_row(
+            vals[0], logmult[0], weights[:, 0], target, theta0, theta_max, xtol
+        )
+        if fast is not None:
+            return fast
 
     def f(th: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         _, m1, var = _dist_moments(
@@ -219,6 +225,49 @@ def _solve_theta(
             idx = np.flatnonzero(active)
             g_x[idx], var_x[idx] = f(x[idx], weights[idx])
     return x
+
+
+def _newton_one_row(
+    vals: np.ndarray,
+    logmult: np.ndarray,
+    weights: np.ndarray,
+    target: np.ndarray,
+    theta0: np.ndarray,
+    theta_max: float,
+    xtol: float,
+    max_iter: int = 4,
+) -> np.ndarray | None:
+    """:func:`_solve_theta` for one row of distances by plain Newton from the warm
+    start, or None when it does not settle inside (0, theta_max) within
+    ``max_iter`` steps (the safeguarded solver then takes over).
+
+    An EM step's warm start is a few Newton steps from the root (3.7 moment
+    evaluations per solve on average, measured on S4-S7, trees and classes); the
+    bracketing costs more array calls than the moments themselves on a few targets.
+    Without a shift: the distance 0 (a label's own) has a term >= 1 in the
+    normalizer, so no sum underflows; the moments are one product.
+    """
+    if not (vals[0] == 0.0 and np.isfinite(logmult[0])):
+        return None
+    V = np.stack([vals, vals * vals], axis=1)  # (q, 2)
+    ones = np.ones_like(vals)
+    x = np.asarray(theta0, dtype=np.float64)
+    if not ((x > 0.0) & (x < theta_max)).all():
+        return None
+    for _ in range(max_iter):
+        e = np.exp(logmult - x[:, None] * vals)  # (t, q)
+        z = e @ ones
+        m = (e @ V) / z[:, None]
+        var = weights * np.maximum(m[:, 1] - m[:, 0] * m[:, 0], 0.0)
+        if not (var > 0.0).all():
+            return None
+        step = (weights * m[:, 0] - target) / var
+        x = x + step
+        if not ((x > 0.0) & (x < theta_max)).all():
+            return None
+        if (np.abs(step) <= xtol * (1.0 + np.abs(x))).all():
+            return x
+    return None
 
 
 def _log_table(

@@ -250,3 +250,56 @@ def test_each_labels_distinct_distances_and_multiplicities(power):
         assert got.keys() == want.keys()
         for v in want:
             assert got[v] == pytest.approx(want[v], rel=1e-12)
+
+
+@pytest.mark.parametrize("space", ["permutations", "tree"])
+def test_theta_solves_the_moment_equation_against_bisection(space):
+    # The M-step's theta_t: sum_j w[t, j] E_theta[d^2 | row j] = target_t, with
+    # E_theta[d^2 | row] = sum_v d_v^2 exp(-theta d_v^2) / sum_v exp(-theta d_v^2)
+    # over the row's labels v; on [0, cap], clipped at an end when the target is
+    # beyond it. Checked by bisection on that definition, from warm starts near
+    # and far (and at the ends, where the plain Newton path hands over).
+    from scipy.optimize import brentq
+
+    from snorkel_structured.estimators._noise_kernel import _solve_theta, _SqDists
+
+    if space == "permutations":
+        S = ss.Permutations(4).squared_distance_matrix
+    else:
+        A = np.zeros((7, 7))
+        for child, parent in enumerate([0, 0, 1, 1, 2, 2], start=1):
+            A[child, parent] = A[parent, child] = 1.0
+        S = ss.GraphSpace(A).squared_distance_matrix
+    T = np.array([0, 3, 5])
+    vals, logmult = _SqDists(S).dists(T)
+    rng = np.random.default_rng(0)
+    weights = rng.dirichlet(np.ones(T.size), size=6)
+    cap = 40.0
+
+    def mean(theta, w):
+        e = np.exp(-theta * S[T])  # (k, r)
+        return float(w @ ((e * S[T]).sum(1) / e.sum(1)))
+
+    inside = np.array([0.05, 0.5, 1.5, 2.5, 0.9, 2.0])
+    beyond = np.array([0.05, 0.5, 1.5, 2.5, 1e-9, 1e3])  # two past the ends
+    for targets, theta0 in [
+        (inside, np.full(6, 1.0)),
+        (inside, np.array([2.0, 0.9, 0.3, 0.1, 0.8, 0.2])),  # near the roots
+        (beyond, np.full(6, 1.0)),
+        (beyond, np.array([0.0, cap, 3.0, 0.2, 7.0, 0.01])),
+    ]:
+        got = _solve_theta(vals, logmult, weights, targets, theta0, theta_max=cap)
+        for t in range(6):
+            lo, hi = mean(0.0, weights[t]), mean(cap, weights[t])
+            if targets[t] >= lo:
+                assert got[t] == 0.0
+            elif targets[t] <= hi:
+                assert got[t] == cap
+            else:
+                want = brentq(
+                    lambda th, t=t: mean(th, weights[t]) - targets[t],
+                    0.0,
+                    cap,
+                    xtol=1e-14,
+                )
+                assert got[t] == pytest.approx(want, rel=1e-9)
