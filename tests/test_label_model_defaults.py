@@ -597,3 +597,39 @@ def test_support_swaps_each_gain_more_than_the_search_tolerance(monkeypatch):
     assert 0 < len(gains) <= 12
     # Every refit but a final rejected one gained more than the tolerance.
     assert all(g > search._SEARCH_TOL * 3000 for g in gains[:-1])
+
+
+def test_least_expected_cost_ties_are_decided_by_the_votes_not_the_rounding():
+    # LFs of equal weight that split between labels 0 and 2 leave the posterior
+    # symmetric: under 0/1 costs the two tie. A 1e-14 difference between the LFs'
+    # tables (what numerically equivalent fits differ by), either way, must not
+    # decide the answer; it is a function of the votes, and over many vote rows
+    # that tie it is not always the same label.
+    from snorkel_structured.label_model._posterior import _SupportPosterior
+
+    acc = np.log(np.array([[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]]))
+    L = np.array(
+        [
+            [a, b, c, d]
+            for a, b, c, d in itertools.product([-1, 0, 2], repeat=4)
+            if sorted(v for v in (a, b, c, d) if v >= 0) in ([0, 2], [0, 0, 2, 2])
+        ]
+        + [[1, -1, -1, -1], [0, 0, 2, -1]]
+    )
+    cost = 1.0 - np.eye(3)
+    answers = []
+    for vote in (0, 2):  # LF 1 voting `vote`: a rounding's worth more likely
+        table = np.zeros((4, 4, 3))  # [a, vote + 1, label]; row 0: abstain
+        table[:, 1:, :] = acc
+        table[1, vote + 1, vote] += 1e-14
+        post = _SupportPosterior(table, np.log(np.full(3, 1 / 3)), np.arange(3), 3)
+        logp, inverse = post.log_proba(L)
+        expected = np.exp(logp[inverse]) @ cost  # brute force, per row of L
+        n_least = (expected < expected.min(axis=1, keepdims=True) + 1e-12).sum(1)
+        np.testing.assert_array_equal(n_least, [2] * (len(L) - 2) + [1, 1])
+        assert (np.abs(expected[:-2, 0] - expected[:-2, 2]) < 1e-12).all()
+        answers.append(post.predict_min_cost(L, cost))
+    np.testing.assert_array_equal(answers[0], answers[1])
+    got = answers[0]
+    assert set(got[:-2]) == {0, 2}  # each tied label wins on some rows
+    assert got[-2] == 1 and got[-1] == 0  # no tie: the least expected cost

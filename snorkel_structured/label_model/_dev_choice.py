@@ -50,7 +50,10 @@ from snorkel_structured.estimators._em_core import _EPS_MIN, _Problem, _run_em
 from snorkel_structured.estimators._noise_kernel import _SqDists, support_log_table
 from snorkel_structured.estimators._stats import VoteStats
 from snorkel_structured.exceptions import IdentifiabilityWarning
-from snorkel_structured.label_model._posterior import _SupportPosterior
+from snorkel_structured.label_model._posterior import (
+    _SupportPosterior,
+    least_cost_ties,
+)
 
 __all__ = [
     "DevChoice",
@@ -169,11 +172,19 @@ def _row_losses(
     """d(prediction, label) per labeled pattern, the prediction being the fitted
     model's ``predict(decision="distance")`` (the label of least E[d | votes]).
 
+    Where labels tie for the least E[d | votes] (LFs of equal weight that split),
+    the loss is their mean distance to the label: what breaking the tie at random
+    costs on average. The candidate's score then does not hang on how a tie is
+    broken (on a real ranking task, one dev choice flipped when only the tie rule
+    of ``predict`` changed).
+
     ``D_T`` is (k, r): distances from the support's labels to every label; ``y_pos``
     the labels' positions in the support.
     """
     post = _SupportPosterior(table, log_prior, T, D_T.shape[1], groups)
-    return D_T[y_pos, post.predict_min_cost(P, D_T)]
+    logp, inverse = post.log_proba(post.check(P))
+    tied = least_cost_ties(np.exp(logp) @ D_T)[inverse]  # (n, r)
+    return (tied * D_T[y_pos]).sum(axis=1) / tied.sum(axis=1)
 
 
 def _folds(counts: np.ndarray, n_folds: int, rng: np.random.Generator) -> np.ndarray:

@@ -34,6 +34,8 @@ _STRUCTURED_METRICS = ("mean_distance", "mean_sq_distance")
 MAX_PROBA_BYTES = 1 << 30
 _LABELS = ("all", "support")
 _DECISIONS = ("map", "distance", "sq_distance")
+# Expected costs this close (relative) to the least are a tie (see predict_min_cost).
+_COST_TIE = 1e-9
 
 
 def _max_partition_rows(data: Any) -> int:
@@ -75,6 +77,13 @@ class _SupportPosterior:
 
     def log_proba(self, L: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """log P(Y = support_j | pattern) over the unique rows, and the inverse map."""
+        out, _, inverse = self.log_proba_patterns(L)
+        return out, inverse
+
+    def log_proba_patterns(
+        self, L: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`log_proba` with the unique rows themselves: (log P, rows, inverse)."""
         patterns, inverse = unique_rows(L, self.r)
         out = np.tile(self.log_prior, (patterns.shape[0], 1))
         pw = pattern_weights(patterns, getattr(self, "groups", None))
@@ -87,7 +96,7 @@ class _SupportPosterior:
         impossible = np.isneginf(out).all(axis=1) | no_votes
         if impossible.any():
             out[impossible] = self.log_prior
-        return out - logsumexp(out, axis=1, keepdims=True), inverse
+        return out - logsumexp(out, axis=1, keepdims=True), patterns, inverse
 
     def proba(self, L: Any, labels: str = "all") -> np.ndarray:
         L = self.check(L)
@@ -145,16 +154,53 @@ class _SupportPosterior:
 
         ``cost`` is (k, r): e.g. the distances from the support's labels to every
         label of the space, so z may lie off the support (an inner node of a tree).
+        Costs within ``_COST_TIE`` (relative) of the least are a tie (LFs of equal
+        weight that split), which the rounding of the posterior must not decide: it
+        differs between numerically equivalent fits. A tie goes to the tied label of
+        the largest hash of (votes, label): the same answer for the same votes on any
+        machine, and no label favoured over the others.
         """
         L = self.check(L)
-        logp, inverse = self.log_proba(L)
+        logp, patterns, inverse = self.log_proba_patterns(L)
         probs_u = np.exp(logp)
         best = np.empty(probs_u.shape[0], dtype=np.int64)
         step = max(1, (1 << 25) // max(cost.shape[1], 1))  # ~256 MB of expected costs
         for start in range(0, probs_u.shape[0], step):  # blocks of unique patterns
             block = probs_u[start : start + step] @ cost
-            best[start : start + step] = np.argmin(block, axis=1)
+            tied = least_cost_ties(block)
+            pick = np.argmax(tied, axis=1)
+            rows = np.flatnonzero(tied.sum(axis=1) > 1)
+            if rows.size:
+                keys = _tie_keys(patterns[start + rows], cost.shape[1])
+                pick[rows] = np.argmax(np.where(tied[rows], keys, np.uint64(0)), axis=1)
+            best[start : start + step] = pick
         return best[inverse]
+
+
+def least_cost_ties(expected: np.ndarray) -> np.ndarray:
+    """(n, r) bool: the labels whose expected cost is within ``_COST_TIE``
+    (relative) of each row's least: exact ties up to the rounding of the posterior."""
+    least = expected.min(axis=1, keepdims=True)
+    return expected <= least + _COST_TIE * (1.0 + np.abs(least))
+
+
+def _tie_keys(patterns: np.ndarray, n_labels: int) -> np.ndarray:
+    """(u, n_labels) pseudo-random positive keys, a function of each row of votes and
+    the label only (a splitmix64 finalizer of both)."""
+    with np.errstate(over="ignore"):
+        mult = np.uint64(0x9E3779B97F4A7C15) ** np.arange(
+            1, patterns.shape[1] + 1, dtype=np.uint64
+        )
+        h = ((patterns + 1).astype(np.uint64) * mult).sum(axis=1, dtype=np.uint64)
+        x = h[:, None] + np.arange(n_labels, dtype=np.uint64) * np.uint64(
+            0xBF58476D1CE4E5B9
+        )
+        x ^= x >> np.uint64(30)
+        x *= np.uint64(0xBF58476D1CE4E5B9)
+        x ^= x >> np.uint64(27)
+        x *= np.uint64(0x94D049BB133111EB)
+        x ^= x >> np.uint64(31)
+    return (x >> np.uint64(1)) + np.uint64(1)
 
 
 class PosteriorMethods:
@@ -317,7 +363,10 @@ class PosteriorMethods:
             Bayes answer when predictions are judged by their mean distance (it may
             lie off ``support_``, e.g. a country node between two likely regions).
             "sq_distance": minimizing E[d^2(z, Y) | votes] (the posterior's Frechet
-            mean). Ties then go to the first label; ``tie_break_policy`` is unused.
+            mean). ``tie_break_policy`` is unused for these two: labels whose
+            expected costs are equal up to rounding (LFs of equal weight that
+            split) go to one of them picked by a hash of the row's votes, the same
+            on every machine and favouring no label.
 
         Returns
         -------
