@@ -35,7 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 
-from snorkel_structured._numeric import logsumexp, normalize_log_rows
+from snorkel_structured._numeric import _log_row_sums, logsumexp, normalize_log_rows
 from snorkel_structured._validation import ABSTAIN
 from snorkel_structured.estimators._noise_kernel import (
     _dist_moments,
@@ -46,6 +46,9 @@ from snorkel_structured.estimators._noise_kernel import (
 )
 from snorkel_structured.estimators._stats import VoteStats
 
+# A vote's log-probability above -this leaves its LF out of a row's log-sum-exp by
+# reusing the row's exponential (1 / P stays far from overflow, k e^600 << 1e308).
+_LEAVE_OUT_MAX = 600.0
 # P(abstain | Y) is kept inside [_ALPHA_MIN, 1 - _ALPHA_MIN] (finite logs).
 _ALPHA_MIN = 1e-9
 # Outlier rates of the robust family stay inside [_EPS_MIN, _EPS_MAX].
@@ -434,11 +437,24 @@ class _Problem:
         cond_all, used_all = np.zeros(self.u), np.zeros(self.u)
         if not rows.any():
             return cond_all, self.c, used_all
-        Gr = G[rows]
-        full = logsumexp(Gr, axis=1)  # (u',)
+        every = bool(rows.all())
+        Gr = G if every else G[rows]
+        e, total, shift = _log_row_sums(Gr)  # e = exp(Gr - shift)
+        with np.errstate(divide="ignore"):
+            full = np.log(total) + shift  # (u',)
         rest = np.empty((Gr.shape[0], self.m))  # (u', m): LF a left out
+        ones = np.ones(Gr.shape[1])
         for a in range(self.m):
-            rest[:, a] = logsumexp(Gr - per_lf[a][rows], axis=1)
+            La = per_lf[a] if every else per_lf[a][rows]
+            if La.min() > -_LEAVE_OUT_MAX:
+                # sum_j exp(G_j - L_aj) = exp(shift) sum_j e_j / P_a(j): the full
+                # row's exponential reused. The term of the row's best label is
+                # >= 1 (a log-probability is <= 0), so nothing that matters
+                # underflows, and 1 / P_a stays finite below this bound.
+                with np.errstate(divide="ignore"):
+                    rest[:, a] = np.log((e * np.exp(-La)) @ ones) + shift
+            else:
+                rest[:, a] = logsumexp(Gr - La, axis=1)
         # A vote counts when another LF voted too. Abstains do not count: scoring them
         # would reward latent classes that model who abstains with whom (e.g. "one LF
         # per row") instead of the label; their dependence on Y still enters through

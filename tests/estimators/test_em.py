@@ -297,9 +297,53 @@ def test_theta_solves_the_moment_equation_against_bisection(space):
                 assert got[t] == cap
             else:
                 want = brentq(
-                    lambda th, t=t: mean(th, weights[t]) - targets[t],
+                    lambda th, t=t, goal=targets: mean(th, weights[t]) - goal[t],
                     0.0,
                     cap,
                     xtol=1e-14,
                 )
                 assert got[t] == pytest.approx(want, rel=1e-9)
+
+
+@pytest.mark.parametrize("theta_scale", [1.0, 800.0])
+def test_pseudo_likelihood_against_its_definition(theta_scale):
+    # sum over patterns (with two votes or more) and over the LFs that voted of
+    # log P(lambda_a = v_a | the other LFs' outputs), where each LF's output has
+    # probability (1 - alpha_b) P_theta(v_b | y) if it voted and alpha_b if not
+    # (alpha_b its abstain rate), and y ~ w. theta_scale 800 makes 1 / P_a(y)
+    # overflow for a wrong vote, so the leave-one-out sums take the other path.
+    from scipy.special import logsumexp as lse
+
+    from snorkel_structured.estimators._em_core import _Problem
+    from snorkel_structured.estimators._noise_kernel import _SqDists
+
+    space = ss.Permutations(3)
+    S = space.squared_distance_matrix
+    rng = np.random.default_rng(3)
+    L = rng.integers(-1, 6, size=(400, 4))
+    stats = VoteStats.from_label_matrix(L, n_labels=6)
+    prob = _Problem(stats, _SqDists(S))
+    T = np.arange(6)
+    w = rng.dirichlet(np.ones(6))
+    theta = np.array([0.4, 1.0, 0.2, 0.7]) * theta_scale
+    cond, counts, used = prob.conditional_loglik_rows(np.log(w), theta, T)
+    alpha = np.clip(prob.abstain_rate, 1e-6, 1 - 1e-6)
+    logZ = np.array([[lse(-th * S[y]) for y in T] for th in theta])  # (m, k)
+    for i, pattern in enumerate(stats.patterns):
+        terms = np.array(
+            [
+                np.log1p(-alpha[b]) - theta[b] * S[T, v] - logZ[b]
+                if v >= 0
+                else np.full(6, np.log(alpha[b]))
+                for b, v in enumerate(pattern)
+            ]
+        )  # (m, k): log of each LF's output given y
+        voted = pattern >= 0
+        want = 0.0
+        if voted.sum() >= 2:
+            full = lse(np.log(w) + terms.sum(0))
+            for a in np.flatnonzero(voted):
+                want += full - lse(np.log(w) + terms.sum(0) - terms[a])
+        assert cond[i] == pytest.approx(want, rel=1e-9, abs=1e-9)
+        assert used[i] == (voted.sum() >= 2)
+    np.testing.assert_array_equal(counts, stats.counts)
