@@ -35,7 +35,7 @@ def logsumexp(
             out = np.log(total) + shift
         return np.expand_dims(out, axis) if keepdims else out
     if a.ndim == 2 and axis in (1, -1):
-        _, total, shift = _log_row_sums(a)
+        _, total, shift = shifted_exp_rows(a)
         with np.errstate(divide="ignore"):
             out = np.log(total) + shift
         return out[:, None] if keepdims else out
@@ -48,7 +48,7 @@ def logsumexp(
     return out.reshape(()) if axis is None else np.squeeze(out, axis=axis)
 
 
-def _log_row_sums(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def shifted_exp_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """exp(a - shift), its row sums and the shift, for a 2-D ``a``.
 
     The shift is each finite row's maximum. The row sums are a matrix-vector
@@ -76,7 +76,7 @@ def normalize_log_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         lse = logsumexp(a, axis=1)
         with np.errstate(invalid="ignore"):
             return np.exp(a - lse[:, None]), lse
-    e, total, shift = _log_row_sums(a)
+    e, total, shift = shifted_exp_rows(a)
     with np.errstate(invalid="ignore", divide="ignore"):
         e /= total[:, None]
         return e, np.log(total) + shift

@@ -35,7 +35,11 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 
-from snorkel_structured._numeric import _log_row_sums, logsumexp, normalize_log_rows
+from snorkel_structured._numeric import (
+    logsumexp,
+    normalize_log_rows,
+    shifted_exp_rows,
+)
 from snorkel_structured._validation import ABSTAIN
 from snorkel_structured.estimators._noise_kernel import (
     _dist_moments,
@@ -355,7 +359,7 @@ class _Problem:
             G = self.log_lik_given(self.log_table(theta, T, eps))
         G += log_w[None, :]
         if alpha is not None:
-            G += self.abstained @ np.log(alpha) + self.voted_ones @ np.log1p(-alpha)
+            G += self.abstain_log_terms(alpha)
         R, per_row = normalize_log_rows(G)
         if self.labeled.any():  # log P(votes, label): responsibilities clamped
             rows = np.flatnonzero(self.labeled)
@@ -365,6 +369,11 @@ class _Problem:
             per_row[rows] = G[rows, pos]
         ll = float(self.c @ per_row)
         return R, ll + (self.abstain_loglik if alpha is None else 0.0)
+
+    def abstain_log_terms(self, alpha: np.ndarray) -> np.ndarray:
+        """(u, k): log P(who abstains and who votes | T_j) with abstains that depend
+        on the label (``alpha`` (m, k), P(abstain | T_j) per LF)."""
+        return self.abstained @ np.log(alpha) + self.voted_ones @ np.log1p(-alpha)
 
     def conditional_loglik(
         self,
@@ -439,7 +448,7 @@ class _Problem:
             return cond_all, self.c, used_all
         every = bool(rows.all())
         Gr = G if every else G[rows]
-        e, total, shift = _log_row_sums(Gr)  # e = exp(Gr - shift)
+        e, total, shift = shifted_exp_rows(Gr)  # e = exp(Gr - shift)
         with np.errstate(divide="ignore"):
             full = np.log(total) + shift  # (u',)
         rest = np.empty((Gr.shape[0], self.m))  # (u', m): LF a left out

@@ -104,7 +104,7 @@ def _labeled_score(
         np.maximum(fit.w, 1e-300)
     )
     if fit.alpha is not None:
-        G += prob.abstained @ np.log(fit.alpha) + prob.voted_ones @ np.log1p(-fit.alpha)
+        G += prob.abstain_log_terms(fit.alpha)
     rows = np.flatnonzero(prob.labeled & (prob.c > 0))
     post = normalize_log_rows(G[rows])[0]  # (u', k)
     d = np.sqrt(np.maximum(prob.sq.sq_rows(prob.lab[rows])[:, T], 0.0))
