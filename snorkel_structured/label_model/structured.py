@@ -399,7 +399,8 @@ class StructuredLabelModel(
             "tensor" (and the tensor start of "mle") uses no triplet containing a
             dependent pair, "uws" no dependent pair's mean distance. When fewer
             than 3 groups remain the LFs' accuracies are not identifiable and
-            "mle" weighs every LF the same (the unweighted vote), with a warning.
+            "mle" gives every LF the same theta (the unweighted vote), with a
+            warning.
             "auto" ("mle" with at least 4 LFs): the pairs that
             :func:`~snorkel_structured.estimators.dependencies.detect_dependent_pairs`
             flags from the vote-pattern counts (family-wise false-alarm rate 5%;
@@ -407,8 +408,10 @@ class StructuredLabelModel(
             to that many) and whose LFs agree at least ``DEPENDENCE_MIN_RATIO`` (2)
             times as often as independence predicts, or have gone at least
             ``DEPENDENCE_MIN_EXCESS`` (half) of the way from that to always
-            agreeing; if any, "mle" weighs every LF the same (the unweighted
-            vote, its noise family chosen by leave-one-out risk) with a
+            agreeing; if any, "mle" gives every LF the same theta (the
+            unweighted vote, its noise family chosen by leave-one-out risk; a
+            family with outliers keeps a rate per LF, ``outlier_rate_``, which
+            discounts an LF whose votes stray from the rest) with a
             warning naming them (``dependencies_``, ``dependency_test_``): found
             dependencies are graded on real tasks, not copies, and counting each
             group as one LF measured worse than the unweighted vote. With labeled
@@ -500,7 +503,9 @@ class StructuredLabelModel(
                 f"(at least {DEPENDENCE_MIN_RATIO:g} times as often, or half-way to "
                 "always; they likely share a source), so the "
                 "LFs' accuracies cannot be told from their agreements: the label "
-                "model weighs every LF the same (the unweighted vote). Label a few "
+                "model gives every LF the same theta (the unweighted vote; with "
+                "outliers, an LF that strays from the rest is still discounted, "
+                "see outlier_rate_). Label a few "
                 "rows (fit(..., L_dev=, Y_dev=)) to weigh them, pass your own pairs "
                 "(each group then counts as one LF), or dependencies=[] to fit them "
                 "as independent.",
@@ -629,6 +634,9 @@ class StructuredLabelModel(
             # a group as one voice lost to the unweighted vote on 4 of 6 tasks where
             # pairs were flagged (and the fitted weights, to it on 3). The unweighted
             # vote over the LFs (family chosen by leave-one-out risk) instead.
+            # Its per-LF outlier rates stay: tying them too (or dropping outliers,
+            # or the paper's family alone) won on the rankings whose truth is the
+            # LFs' consensus and lost more on the trees and the other rankings.
             groups, vote_weights = np.arange(stats.n_lfs), None
             if self.shrinkage == "auto":
                 shrinkages = (1.0,)
