@@ -304,6 +304,23 @@ def _variants(option: Any, name: str) -> tuple[bool, ...]:
     return (bool(option),)
 
 
+def silenced_labels(prob: _Problem, T: np.ndarray, fit: EMFit) -> np.ndarray:
+    """Labels of T that every voting LF gives on some rows but that no row's posterior
+    mode is (positions in T): a model that can never answer what the votes say."""
+    R, _ = prob.e_step(np.log(np.maximum(fit.w, 1e-300)), fit.theta, T, fit.alpha)
+    seen = prob.c > 0
+    predicted = np.zeros(T.size, dtype=bool)
+    predicted[np.argmax(R[seen], axis=1)] = True
+    pos = np.full(prob.r, -1, dtype=np.int64)
+    pos[T] = np.arange(T.size)
+    P = prob.P[seen]
+    first = np.max(P, axis=1)  # a vote of the row (-1: no LF voted)
+    unanimous = (first >= 0) & ((P == first[:, None]) | (P < 0)).all(axis=1)
+    voted = np.unique(pos[first[unanimous]])
+    voted = voted[voted >= 0]
+    return voted[~predicted[voted]]
+
+
 def _choose_noise_model(
     prob: _Problem,
     T: np.ndarray,
@@ -390,8 +407,21 @@ def _choose_noise_model(
 
     def scored(variant: tuple[EMFit, dict, float]) -> tuple[float, EMFit, dict]:
         """(pseudo-likelihood BIC, fit, description): computed only for the variants
-        that compete on it (a prior that lost on the full likelihood does not)."""
+        that compete on it (a prior that lost on the full likelihood does not).
+
+        A free prior that leaves a class unanimously voted on some rows predicted on
+        none is out when the uniform prior competes: it explains that class's votes
+        as noise (iris with one LF voting versicolor: prior 0, accuracy 0.60-0.62
+        against 0.84-0.88 with the uniform prior and 0.74-0.78 for majority vote).
+        """
         fit, model, penalty = variant
+        if (
+            model["prior"] == "free"
+            and "uniform" in prior_modes
+            and not prior_by_likelihood
+            and silenced_labels(prob, T, fit).size
+        ):
+            return -np.inf, fit, model
         cll, _ = prob.conditional_loglik(
             np.log(np.maximum(fit.w, 1e-300)), fit.theta, T, fit.alpha
         )

@@ -347,3 +347,75 @@ def test_pseudo_likelihood_against_its_definition(theta_scale):
         assert cond[i] == pytest.approx(want, rel=1e-9, abs=1e-9)
         assert used[i] == (voted.sum() >= 2)
     np.testing.assert_array_equal(counts, stats.counts)
+
+
+@pytest.mark.parametrize("prior", [[0.5, 1e-9, 0.5], [1 / 3, 1 / 3, 1 / 3]])
+def test_silenced_labels_match_the_posterior_mode_by_hand(prior):
+    """A label is silenced when some row's voting LFs all give it and no row's
+    posterior mode is it; the mode written from the model, P(v | y) =
+    exp(-theta_a d^2(v, y)) / Z_a on three classes (d^2 = 1 between classes)."""
+    from snorkel_structured.estimators._em_core import EMFit, _Problem
+    from snorkel_structured.estimators._noise_kernel import _SqDists
+    from snorkel_structured.estimators.em import silenced_labels
+
+    rng = np.random.default_rng(0)
+    L = rng.integers(-1, 3, size=(300, 4))
+    L[:20, :3] = -1
+    L[:20, 3] = 1  # rows where LF 3 alone votes class 1
+    stats = VoteStats.from_label_matrix(L, n_labels=3)
+    prob = _Problem(stats, _SqDists(ss.Discrete(3).squared_distance_matrix))
+    T, w = np.arange(3), np.asarray(prior)
+    theta = np.array([1.5, 1.2, 0.9, 0.3])
+    got = silenced_labels(prob, T, EMFit(w, theta, None, 0.0, 0, True))
+
+    log_z = np.log1p(2.0 * np.exp(-theta))  # (m,)
+    modes, unanimous = set(), set()
+    for pattern in stats.patterns:
+        score = np.log(w).copy()
+        for a, v in enumerate(pattern):
+            if v >= 0:
+                score -= theta[a] * (T != v) + log_z[a]
+        modes.add(int(np.argmax(score)))
+        votes = set(pattern[pattern >= 0].tolist())
+        if len(votes) == 1:
+            unanimous |= votes
+    assert got.tolist() == sorted(unanimous - modes)
+    # a near-zero prior silences the class only LF 3 (the weakest) gives alone
+    assert got.tolist() == ([1] if prior[1] < 1e-6 else [])
+
+
+def test_free_prior_cannot_silence_a_voted_class_on_iris():
+    """Iris, threshold LFs: only the sepal-width LF votes versicolor. A free prior
+    explained those votes as noise (prior 0, never predicted, accuracy 0.60-0.62
+    against 0.74-0.76 for majority vote); the uniform prior takes over."""
+    from sklearn.datasets import load_iris
+
+    from snorkel_structured.aggregators import majority_vote
+
+    X, y = load_iris(return_X_y=True)
+
+    def votes(col, t, hi, lo):
+        x = X[:, col]
+        v = np.full(x.size, -1)
+        v[x >= np.quantile(x, 1 - t)] = hi
+        v[x <= np.quantile(x, t)] = lo
+        return v
+
+    L = np.stack(
+        [votes(2, 0.33, 2, 0), votes(3, 0.33, 2, 0), votes(0, 0.25, 2, 0)]
+        + [votes(1, 0.25, 0, 1)],
+        axis=1,
+    )
+    for seed in (0, 2):
+        idx = np.random.default_rng(seed).permutation(150)
+        tr, te = idx[:100], idx[100:]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            lm = ss.StructuredLabelModel(ss.Discrete(3), seed=0).fit(
+                L[tr], progress_bar=False
+            )
+        pred = lm.predict(L[te])
+        assert set(pred[pred >= 0].tolist()) == {0, 1, 2}
+        assert lm.noise_model_["prior"] == "uniform"
+        acc = np.mean(pred == y[te])
+        assert acc >= np.mean(majority_vote(L[te], 3) == y[te])
