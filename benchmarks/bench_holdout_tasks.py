@@ -1,0 +1,431 @@
+"""Hold-out check: the default label models on weak-supervision tasks that are not in
+``ss.datasets`` nor in ``snorkel-structured benchmark``, beside the baselines.
+
+Every task is built here from scikit-learn's bundled tables (no download), with LFs
+a user might write: threshold rules (classes), orderings by one column (rankings and
+top-k lists), univariate fits on 100 reference rows (R^1). They were written once, to
+check the defaults on data nobody tuned them to; a default changed to win here needs
+a new hold-out to be believed.
+
+- ``classes``: ``Discrete(k)`` accuracy of ``StructuredLabelModel`` against Snorkel's
+  ``LabelModel`` (500 epochs, 1 torch thread), majority vote and the best single LF
+  (abstains count as wrong);
+- ``rankings``: ``Permutations(n)`` normalized Kendall distance of
+  ``StructuredLabelModel.predict(decision="distance")`` against majority, Kemeny,
+  Borda, the Frechet mean and the best single LF (oracle);
+- ``lists``: ``RankingLabelModel`` on lists of 12-20 items with top-k LFs, through the
+  list benchmark's methods (Borda, RRF, Copeland, Kemeny, UWS, oracles);
+- ``regression``: ``ManifoldLabelModel(Euclidean(1))`` mean absolute error against the
+  LFs' mean and median and the best single LF (oracle).
+
+Medians over seeds 0-2 (the split and the groups). Prints markdown tables on stdout.
+
+    python benchmarks/bench_holdout_tasks.py [--parts classes rankings lists regression]
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+
+import numpy as np
+import pandas as pd
+from _common import log
+from sklearn import datasets as skd
+
+import snorkel_structured as ss
+from snorkel_structured import aggregators as ag
+
+SEEDS = (0, 1, 2)
+
+
+def threshold_votes(X: np.ndarray, rules: list[tuple]) -> np.ndarray:
+    """One LF per (column, label above, label below, tail): votes the first label on
+    the column's top ``tail`` quantile, the second on its bottom one (None: never)."""
+    L = []
+    for col, above, below, tail in rules:
+        x = X[:, col]
+        v = np.full(x.size, -1)
+        if above is not None:
+            v[x >= np.quantile(x, 1 - tail)] = above
+        if below is not None:
+            v[x <= np.quantile(x, tail)] = below
+        L.append(v)
+    return np.stack(L, axis=1)
+
+
+def _snorkel_predict(L_train: np.ndarray, L_test: np.ndarray, k: int, seed: int):
+    import torch
+    from snorkel.labeling.model import LabelModel
+
+    torch.set_num_threads(1)
+    lm = LabelModel(cardinality=k, verbose=False)
+    lm.fit(L_train, n_epochs=500, seed=seed, progress_bar=False)
+    return lm.predict(L_test, tie_break_policy="random")
+
+
+def _median_row(name: str, runs: list[dict]) -> dict:
+    return {
+        "task": name,
+        **{k: float(np.median([r[k] for r in runs])) for k in runs[0]},
+    }
+
+
+def classes() -> pd.DataFrame:
+    cancer, wine, iris = skd.load_breast_cancer(), skd.load_wine(), skd.load_iris()
+    fc, fw = list(cancer.feature_names).index, list(wine.feature_names).index
+    tasks = {
+        # sklearn's target: 0 = malignant; large, concave, textured tumours vote 0
+        "breast_cancer (2 classes, 8 LFs)": (
+            cancer.data,
+            cancer.target,
+            2,
+            [
+                (fc("mean radius"), 0, 1, 0.3),
+                (fc("mean texture"), 0, 1, 0.3),
+                (fc("mean concavity"), 0, 1, 0.3),
+                (fc("worst area"), 0, 1, 0.3),
+                (fc("mean smoothness"), 0, None, 0.2),
+                (fc("worst symmetry"), 0, 1, 0.25),
+                (fc("mean fractal dimension"), 1, 0, 0.25),
+                (fc("worst perimeter"), 0, 1, 0.3),
+            ],
+        ),
+        "wine (3 classes, 7 LFs)": (
+            wine.data,
+            wine.target,
+            3,
+            [
+                (fw("proline"), 0, None, 0.3),
+                (fw("color_intensity"), None, 1, 0.3),
+                (fw("flavanoids"), None, 2, 0.3),
+                (fw("alcohol"), 0, 1, 0.3),
+                (fw("hue"), 1, 2, 0.3),
+                (fw("od280/od315_of_diluted_wines"), 0, 2, 0.3),
+                (fw("total_phenols"), 0, 2, 0.25),
+            ],
+        ),
+        # only the sepal-width LF ever votes versicolor
+        "iris (3 classes, 4 LFs)": (
+            iris.data,
+            iris.target,
+            3,
+            [
+                (2, 2, 0, 0.33),
+                (3, 2, 0, 0.33),
+                (0, 2, 0, 0.25),
+                (1, 0, 1, 0.25),
+            ],
+        ),
+    }
+    rows = []
+    for name, (X, y, k, rules) in tasks.items():
+        L = threshold_votes(X, rules)
+        runs = []
+        for seed in SEEDS:
+            idx = np.random.default_rng(seed).permutation(len(y))
+            tr, te = idx[: len(y) * 2 // 3], idx[len(y) * 2 // 3 :]
+            runs.append(_class_scores(L[tr], L[te], y[te], k, seed))
+        rows.append(_median_row(name, runs))
+        log(f"classes: {name}")
+    rows.append(_digits())
+    return pd.DataFrame(rows)
+
+
+def _class_scores(L_tr, L_te, y_te, k, seed) -> dict:
+    def acc(pred):
+        return float(np.mean(pred == y_te))
+
+    lm = ss.StructuredLabelModel(ss.Discrete(k), seed=0).fit(L_tr, progress_bar=False)
+    pred = lm.predict(L_te)
+    return {
+        "label model": acc(pred),
+        "Snorkel LabelModel": acc(_snorkel_predict(L_tr, L_te, k, seed)),
+        "majority vote": acc(ag.majority_vote(L_te, k)),
+        "best single LF": max(acc(L_te[:, j]) for j in range(L_te.shape[1])),
+        "classes predicted": float(np.unique(pred[pred >= 0]).size),
+    }
+
+
+def _digits() -> dict:
+    """10 classes: nearest-centroid LFs on five 4 x 4 pixel blocks (centroids from
+    150 reference images), abstaining on their 30% least decisive rows."""
+    X, y = skd.load_digits(return_X_y=True)
+    grid = np.arange(64).reshape(8, 8)
+    blocks = [grid[r : r + 4, c : c + 4].ravel() for r in (0, 4) for c in (0, 4)]
+    blocks.append(grid[2:6, 2:6].ravel())
+    runs = []
+    for seed in SEEDS:
+        idx = np.random.default_rng(seed).permutation(len(y))
+        ref, tr, te = idx[:150], idx[150:1150], idx[1150:]
+        L = []
+        for b in blocks:
+            cent = np.stack([X[ref][y[ref] == c][:, b].mean(0) for c in range(10)])
+            d = ((X[:, b][:, None, :] - cent[None]) ** 2).sum(-1)
+            gap = np.diff(np.sort(d, axis=1)[:, :2], axis=1)[:, 0]
+            L.append(np.where(gap < np.quantile(gap, 0.3), -1, d.argmin(1)))
+        L = np.stack(L, axis=1)
+        runs.append(_class_scores(L[tr], L[te], y[te], 10, seed))
+    log("classes: digits")
+    return _median_row("digits (10 classes, 5 LFs)", runs)
+
+
+def _order(values: np.ndarray, code: dict) -> np.ndarray:
+    """Label index of each row's items sorted by decreasing value (ties by item)."""
+    ranks = np.argsort(-values, axis=1, kind="stable")
+    return np.array([code[tuple(r)] for r in ranks])
+
+
+def rankings() -> pd.DataFrame:
+    iris, cancer, wine = skd.load_iris(), skd.load_breast_cancer(), skd.load_wine()
+    diabetes = skd.load_diabetes()
+    fc, fw = list(cancer.feature_names).index, list(wine.feature_names).index
+    # (table, truth column, [(LF column, sign)], items per group)
+    tasks = {
+        "iris petal length (S4)": (iris.data, 2, [(3, 1), (0, 1), (1, -1)], 4),
+        "tumour worst texture (S4)": (
+            cancer.data,
+            fc("worst texture"),
+            [
+                (fc("mean texture"), 1),
+                (fc("mean radius"), 1),
+                (fc("mean smoothness"), 1),
+                (fc("mean area"), 1),
+                (fc("worst concavity"), 1),
+            ],
+            4,
+        ),
+        "tumour mean area (S5)": (
+            cancer.data,
+            fc("mean area"),
+            [
+                (fc("mean perimeter"), 1),
+                (fc("mean concavity"), 1),
+                (fc("mean texture"), 1),
+                (fc("worst smoothness"), 1),
+                (fc("mean compactness"), 1),
+            ],
+            5,
+        ),
+        "wine alcohol (S4)": (
+            wine.data,
+            fw("alcohol"),
+            [
+                (fw("proline"), 1),
+                (fw("color_intensity"), 1),
+                (fw("magnesium"), 1),
+                (fw("ash"), 1),
+            ],
+            4,
+        ),
+        "diabetes bmi (S4)": (
+            diabetes.data,
+            2,
+            [(3, 1), (4, 1), (6, -1), (7, 1), (8, 1)],
+            4,
+        ),
+    }
+    rows = []
+    for name, (X, truth, lfs, n_items) in tasks.items():
+        space = ss.Permutations(n_items)
+        code = {tuple(p): i for i, p in enumerate(space.decode(np.arange(len(space))))}
+        D = space.distance_matrix / space.distance_matrix.max()
+        runs = []
+        for seed in SEEDS:
+            rng = np.random.default_rng(seed)
+            groups = np.stack(
+                [rng.choice(len(X), n_items, replace=False) for _ in range(2000)]
+            )
+
+            Y = _order(X[groups, truth], code)
+            L = np.stack([_order(s * X[groups, c], code) for c, s in lfs], axis=1)
+            L_tr, L_te, Y_te = L[:1500], L[1500:], Y[1500:]
+
+            def err(pred, D=D, Y_te=Y_te):
+                return float(D[pred, Y_te].mean())
+
+            lm = ss.StructuredLabelModel(space, seed=0).fit(L_tr, progress_bar=False)
+            runs.append(
+                {
+                    "label model": err(lm.predict(L_te, decision="distance")),
+                    "majority": err(ag.majority_vote(L_te, len(space))),
+                    "Kemeny": err(ag.kemeny(L_te, space)),
+                    "Borda": err(ag.borda(L_te, space)),
+                    "Frechet mean": err(ag.frechet_mean(L_te, space)),
+                    "best single LF": min(err(L_te[:, j]) for j in range(L.shape[1])),
+                }
+            )
+        rows.append(_median_row(name, runs))
+        log(f"rankings: {name}")
+    out = pd.DataFrame(rows)
+    aggs = ["majority", "Kemeny", "Borda", "Frechet mean"]
+    out["LM - best aggregator"] = out["label model"] - out[aggs].min(axis=1)
+    return out
+
+
+def lists() -> pd.DataFrame:
+    from snorkel_structured.datasets import long_rankings as lr
+    from snorkel_structured.experiments import list_benchmark as lb
+
+    LF = lr.ListLF
+
+    def frame(loader):
+        return lambda: loader(as_frame=True).frame
+
+    specs = [
+        (
+            lr._Spec(
+                "wine_alcohol_lists",
+                frame(skd.load_wine),
+                "alcohol",
+                (
+                    LF("by_proline", "proline"),
+                    LF("by_color_top5", "color_intensity", top_k=5),
+                    LF("by_magnesium", "magnesium"),
+                    LF("by_ash_top5", "ash", top_k=5),
+                    LF("by_total_phenols", "total_phenols"),
+                    LF("by_od280_low", "od280/od315_of_diluted_wines", sign=-1),
+                ),
+            ),
+            12,
+        ),
+        (
+            lr._Spec(
+                "tumour_texture_lists",
+                frame(skd.load_breast_cancer),
+                "worst texture",
+                (
+                    LF("by_mean_texture_top10", "mean texture", top_k=10),
+                    LF("by_mean_radius", "mean radius"),
+                    LF("by_mean_area", "mean area"),
+                    LF("by_mean_smoothness", "mean smoothness"),
+                    LF("by_worst_concavity_top10", "worst concavity", top_k=10),
+                    LF("by_texture_error", "texture error"),
+                ),
+            ),
+            20,
+        ),
+        (
+            lr._Spec(
+                "diabetes_bmi_lists",
+                lambda: skd.load_diabetes(as_frame=True, scaled=False).frame,
+                "bmi",
+                (
+                    LF("by_bp", "bp"),
+                    LF("by_s4_top10", "s4", top_k=10),
+                    LF("by_s3_low", "s3", sign=-1),
+                    LF("by_s5", "s5"),
+                    LF("by_s6_top5", "s6", top_k=5),
+                    LF("by_target", "target"),
+                ),
+            ),
+            20,
+        ),
+    ]
+    rows = []
+    for spec, n_items in specs:
+        for seed in SEEDS:
+            task = lr._build(
+                spec, seed, n_train=1500, n_test=500, n_items=n_items, description=""
+            )
+            for method, run in lb._methods(task, seed).items():
+                pred, note = run()
+                rows.append(
+                    {
+                        "task": spec.name,
+                        "seed": seed,
+                        "method": method,
+                        "normalized_kendall": float(
+                            task.normalized_errors(pred).mean()
+                        ),
+                        "n_items": n_items,
+                        "seconds": 0.0,
+                        "note": note,
+                    }
+                )
+        log(f"lists: {spec.name}")
+    return pd.DataFrame(rows)
+
+
+def regression() -> pd.DataFrame:
+    """Diabetes progression in R^1 from five univariate least-squares fits on 100
+    reference rows (bmi, bp, s5, s1, s3), each abstaining on a random 15% of rows."""
+    X, y = skd.load_diabetes(return_X_y=True)
+    runs = []
+    for seed in SEEDS:
+        rng = np.random.default_rng(seed)
+        idx = rng.permutation(len(y))
+        ref, tr, te = idx[:100], idx[100:350], idx[350:]
+        outs = []
+        for col in (2, 3, 8, 4, 6):
+            A = np.c_[X[ref, col], np.ones(ref.size)]
+            coef = np.linalg.lstsq(A, y[ref], rcond=None)[0]
+            o = (np.c_[X[:, col], np.ones(len(y))] @ coef)[:, None]
+            o[rng.random(len(y)) < 0.15] = np.nan
+            outs.append(o)
+        outputs = np.stack(outs, axis=1)  # (n, m, 1), NaN = abstain
+        test = outputs[te]
+        mean = np.nanmean(test, axis=1)
+
+        def mae(pred, truth=y[te]):
+            return float(np.mean(np.abs(np.asarray(pred).ravel() - truth)))
+
+        lm = ss.ManifoldLabelModel(ss.Euclidean(1), seed=0).fit(outputs[tr])
+        runs.append(
+            {
+                "label model": mae(lm.predict(test)),
+                "LFs' mean": mae(mean),
+                "LFs' median": mae(np.nanmedian(test, axis=1)),
+                "best single LF": min(
+                    mae(np.where(np.isnan(test[:, j]), mean, test[:, j]))
+                    for j in range(test.shape[1])
+                ),
+            }
+        )
+    log("regression: diabetes")
+    return pd.DataFrame([_median_row("diabetes progression (R^1, 5 LFs), MAE", runs)])
+
+
+def markdown(df: pd.DataFrame, fmt: str = ".4f") -> str:
+    """A markdown table of ``df`` (numbers formatted with ``fmt``)."""
+    cells = [
+        [f"{v:{fmt}}" if isinstance(v, float) else str(v) for v in row]
+        for row in df.itertuples(index=False)
+    ]
+    lines = ["| " + " | ".join(map(str, df.columns)) + " |"]
+    lines.append("|" + "---|" * df.shape[1])
+    lines += ["| " + " | ".join(row) + " |" for row in cells]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument(
+        "--parts", nargs="+", default=["classes", "rankings", "lists", "regression"]
+    )
+    args = ap.parse_args()
+    warnings.simplefilter("ignore")  # the models' notes; the tables say the rest
+    if "classes" in args.parts:
+        print("## Classes: accuracy (higher is better)\n")
+        table = classes()
+        table["classes predicted"] = table["classes predicted"].astype(int)
+        print(markdown(table), "\n")
+    if "rankings" in args.parts:
+        print("## Rankings: normalized Kendall distance (lower is better)\n")
+        table = rankings()
+        table["LM - best aggregator"] = table["LM - best aggregator"].map(
+            "{:+.4f}".format
+        )
+        print(markdown(table), "\n")
+    if "lists" in args.parts:
+        from snorkel_structured.experiments.list_benchmark import list_benchmark_table
+
+        print("## Lists: normalized Kendall distance (lower is better)\n")
+        print(list_benchmark_table(lists()), "\n")
+    if "regression" in args.parts:
+        print("## R^1: mean absolute error (lower is better)\n")
+        print(markdown(regression(), ".2f"), "\n")
+
+
+if __name__ == "__main__":
+    main()
