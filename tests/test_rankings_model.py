@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import numpy as np
 import pytest
@@ -429,8 +430,12 @@ def test_gap_curve_fit_maximizes_its_penalized_likelihood(near_separable):
         return -(ll - 0.5 * POSITION_RIDGE * ab @ ab)
 
     got = logistic_fit(x, agree, total, np.array(start))
-    ref = minimize(loss, np.zeros(2), method="Nelder-Mead",
-                   options=dict(xatol=1e-9, fatol=1e-9, maxiter=20000)).x
+    ref = minimize(
+        loss,
+        np.zeros(2),
+        method="Nelder-Mead",
+        options=dict(xatol=1e-9, fatol=1e-9, maxiter=20000),
+    ).x
     assert np.all(np.isfinite(got)) and abs(got[0]) < 50
     assert loss(got) <= loss(ref) + 1e-6
     np.testing.assert_allclose(got, ref, atol=1e-3)
@@ -488,3 +493,24 @@ def test_rows_without_votes_are_named():
     with pytest.warns(IdentifiabilityWarning, match="2 of 5 rows have no vote"):
         pred = lm.predict(V[:5])
     np.testing.assert_array_equal(pred[:2], np.tile(np.arange(6), (2, 1)))
+
+
+def test_a_weight_at_its_cap_is_warned_about():
+    """An LF at theta = THETA_MAX decides every pair it orders: the fit says so and
+    names it; a weight below the cap is not named."""
+    from snorkel_structured.label_model.ranking import _evidence_checks
+    from snorkel_structured.rankings.mallows import THETA_MAX
+
+    space = ss.Rankings(8)
+    Y = space.random_point(500, seed=0)
+    V = np.stack(
+        [sample_mallows(Y, t, k=8, seed=a) for a, t in enumerate((0.4, 0.6, 0.8, 1.0))],
+        axis=1,
+    )
+    lm = ss.RankingLabelModel(space, dependencies=None, seed=0).fit(V)
+    theta = np.array([0.5, THETA_MAX, 1.0, 2.0])
+    with pytest.warns(IdentifiabilityWarning, match=r"LF\(s\) \[1\] reached theta=50"):
+        _evidence_checks(lm.stats_, theta, np.zeros(4), [])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdentifiabilityWarning)
+        _evidence_checks(lm.stats_, 0.99 * theta, np.zeros(4), [])

@@ -53,6 +53,7 @@ from snorkel_structured.rankings.estimate import (
     triplet_theta,
 )
 from snorkel_structured.rankings.kemeny import kemeny_rank
+from snorkel_structured.rankings.mallows import THETA_MAX
 from snorkel_structured.spaces.rankings import Rankings
 
 __all__ = ["RankingLabelModel"]
@@ -141,6 +142,21 @@ def _evidence_checks(
             "pairs alike: LFs that copy one source look exactly like very accurate "
             "LFs, and the votes cannot tell which. If they share a source, declare "
             "them (dependencies=[...]) or keep one.",
+            IdentifiabilityWarning,
+            stacklevel=4,
+        )
+    capped = np.flatnonzero(theta >= 0.999 * THETA_MAX)
+    if capped.size:
+        # As StructuredLabelModel warns: the LF decides every pair it orders. On
+        # real lists it was a top-10 LF whose agreement with a cluster sharing
+        # another source made it look perfect (true pair accuracy 0.67).
+        _warnings.warn(
+            f"LF(s) {capped.tolist()} reached theta={THETA_MAX:g}, the upper bound: "
+            "the model treats their ordering of a pair as never wrong and lets them "
+            "decide every pair they order. This usually means their agreement with "
+            "other LFs comes from a shared source rather than from the truth; check "
+            "them (RankingLFAnalysis), declare dependencies=[...], or pass V_dev and "
+            "Y_dev.",
             IdentifiabilityWarning,
             stacklevel=4,
         )
@@ -238,8 +254,9 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
     other LF detectably more than a random ordering would gets weight 0; if none
     does, every LF gets the same tiny weight (unweighted Kemeny, pair probabilities
     near 1/2); LFs that order 99% of their common pairs alike are named (copies of
-    one source and very accurate LFs look the same); fewer than 3 independent
-    sources give equal weights; a dev-row candidate must win by a standard error.
+    one source and very accurate LFs look the same); an LF whose theta reaches its
+    cap (``THETA_MAX``, never wrong) is named; fewer than 3 independent sources give
+    equal weights; a dev-row candidate must win by a standard error.
 
     Examples
     --------
