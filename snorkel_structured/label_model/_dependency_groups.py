@@ -104,8 +104,7 @@ def dependency_weights(pairs: list[tuple[int, int]], n_lfs: int) -> np.ndarray |
             "least 3 are needed to identify each LF's noise, so the label model "
             "gives every LF the same theta (the unweighted vote; with outliers, an LF "
             "that strays from the rest is still discounted, see outlier_rate_). Add "
-            "LFs that use other "
-            "sources, or label a few rows (L_dev, Y_dev).",
+            "LFs that use other sources, or label a few rows (L_dev, Y_dev).",
             IdentifiabilityWarning,
             stacklevel=4,
         )
