@@ -429,3 +429,65 @@ def test_a_fixed_family_option_is_kept(fixed, attribute, value):
         else lm.noise_model_[attribute]
     )
     assert got == value
+
+
+def test_outlier_gain_brackets_each_rates_brute_force_gain():
+    # Written from _outlier_gain's definition: each LF's rate alone at its best, the
+    # other parameters held, summed over LFs, with the grid's factor 1.5 on top. The
+    # likelihoods here come from vote_table (the documented mixture), not from EM.
+    from snorkel_structured.estimators import VoteStats
+    from snorkel_structured.estimators._em_core import EMFit, _Problem
+    from snorkel_structured.estimators._noise_family import _outlier_gain
+    from snorkel_structured.estimators._noise_kernel import _SqDists
+
+    rng = np.random.default_rng(3)
+    theta = np.array([1.2, 0.9, 1.5])
+    L, _ = sample(
+        S4,
+        two_centers(),
+        vote_table(S4, theta, 2, [0.0, 0.2, 0.05], np.full((3, 24), 1 / 24)),
+        3000,
+        rng,
+    )
+    h = np.stack([np.bincount(L[:, a], minlength=24) / len(L) for a in range(3)])
+    w = two_centers()
+
+    def loglik(eps):
+        P = vote_table(S4, theta, 2, eps, h)  # (m, y, v)
+        lik = w[None, :] * np.prod([P[a][:, L[:, a]].T for a in range(3)], axis=0)
+        return np.log(lik.sum(axis=1)).sum()
+
+    base = loglik(np.zeros(3))
+    grid = np.linspace(0.0, 0.999, 2000)
+    brute = sum(max(loglik(np.eye(3)[a] * e) - base for e in grid) for a in range(3))
+    prob = _Problem(VoteStats.from_label_matrix(L, n_labels=24), _SqDists(S4, 2.0))
+    fit = EMFit(w, theta, None, base, 0, True)
+    est = _outlier_gain(prob, fit, np.arange(24))
+    assert brute > 10.0  # the 20% outlier LF gains: the bracket is not about zeros
+    assert brute - 1e-6 <= est <= 1.5 * brute + 1e-6
+
+
+def test_outlier_family_not_fitted_when_the_rates_cannot_pay(monkeypatch):
+    # The paper's model: the screen skips the outlier family's EM fit, and the fit is
+    # the one made with the screen off (the family would not have been chosen).
+    from snorkel_structured.estimators import _noise_family
+
+    data = ss.synthetic.make_ranking_data(10000, seed=0)
+    fits = []
+    run_em = _noise_family._run_em
+
+    def counting(prob, T, w, theta, **kw):
+        fits.append(kw.get("eps") is not None)
+        return run_em(prob, T, w, theta, **kw)
+
+    monkeypatch.setattr(_noise_family, "_run_em", counting)
+    screened = ss.StructuredLabelModel(data.space, seed=0).fit(data.L)
+    assert not any(fits)
+    monkeypatch.setattr(_noise_family, "_OUTLIER_SCREEN", 0.0)
+    full = ss.StructuredLabelModel(data.space, seed=0).fit(data.L)
+    assert any(fits)
+    assert screened.noise_model_ == full.noise_model_
+    np.testing.assert_array_equal(screened.theta_, full.theta_)
+    np.testing.assert_array_equal(
+        screened.predict_proba(data.L), full.predict_proba(data.L)
+    )
