@@ -9,8 +9,12 @@ a least-squares fit of ``l`` to the *other* such pairs (a pair's own excess woul
 otherwise pull the fit towards it), flags the pair whose observed disagreement rate
 ``(1 - A_ab) / 2`` is the smallest fraction of the predicted one
 ``(1 - mu_a mu_b) / 2``, if that fraction is at most ``1 / MIN_RATIO`` and the gap
-is significant, and repeats until no pair is flagged. Flagged pairs join LFs into clusters (connected components); a cluster
-counts as one source.
+is significant, and repeats until no pair is flagged. Flagged pairs join LFs into
+clusters (connected components); a cluster counts as one source.
+
+Only agreements at least ``MIN_Z_AGREE`` standard errors above 0 enter the fit (the
+log of an agreement indistinguishable from 0 is not estimated), and an LF in no such
+pair is left out of it: it cannot be judged, the others still can.
 """
 
 from __future__ import annotations
@@ -26,32 +30,38 @@ __all__ = ["MIN_RATIO", "MIN_Z", "detect_dependent_pairs", "clusters_of"]
 # test), and the gap is MIN_Z standard errors wide.
 MIN_RATIO = 2.0
 MIN_Z = 4.0
+# Agreements that enter the fit are this many standard errors above 0.
+MIN_Z_AGREE = 2.0
 
 
-def _design(usable: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """(a, b, X) of the usable pairs, X the (pairs, LFs) design of ``l_a + l_b``;
-    None if the pairs do not determine every ``l_a`` (a rank-deficient design)."""
-    m = usable.shape[0]
+def _design(
+    usable: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """(a, b, X, active) of the usable pairs: ``active`` marks the LFs in some usable
+    pair and X is the (pairs, active LFs) design of ``l_a + l_b``; None if the pairs
+    do not determine every active ``l_a`` (a rank-deficient design)."""
+    active = usable.any(axis=1)
     a, b = np.nonzero(np.triu(usable, 1))
-    X = np.zeros((a.size, m))
-    X[np.arange(a.size), a] = 1.0
-    X[np.arange(a.size), b] = 1.0
-    if a.size < m or np.linalg.matrix_rank(X) < m:
+    col = np.cumsum(active) - 1
+    X = np.zeros((a.size, int(active.sum())))
+    X[np.arange(a.size), col[a]] = 1.0
+    X[np.arange(a.size), col[b]] = 1.0
+    if a.size < X.shape[1] or np.linalg.matrix_rank(X) < X.shape[1]:
         return None
-    return a, b, X
+    return a, b, X, active
 
 
 def _fit_log_rank_one(
     logA: np.ndarray, usable: np.ndarray, robust: bool = False
 ) -> np.ndarray | None:
     """``l`` with ``logA[a, b] ~ l_a + l_b`` over the usable pairs (None if they do
-    not determine it): least squares, or least absolute deviations (``robust``, by
-    iteratively reweighted least squares), which a minority of dependent pairs
-    cannot pull."""
+    not determine it; NaN for an LF in no usable pair): least squares, or least
+    absolute deviations (``robust``, by iteratively reweighted least squares), which
+    a minority of dependent pairs cannot pull."""
     design = _design(usable)
     if design is None:
         return None
-    a, b, X = design
+    a, b, X, active = design
     y = logA[a, b]
     ell = np.linalg.lstsq(X, y, rcond=None)[0]
     for _ in range(100 if robust else 0):
@@ -61,7 +71,9 @@ def _fit_log_rank_one(
         ell = new
         if done:
             break
-    return ell
+    out = np.full(usable.shape[0], np.nan)
+    out[active] = ell
+    return out
 
 
 def _flag(
@@ -76,7 +88,7 @@ def _flag(
             others = usable.copy()
             others[a, b] = others[b, a] = False
             ell = _fit_log_rank_one(logA, others, robust)
-            if ell is None:
+            if ell is None or not np.isfinite(ell[a] + ell[b]):
                 continue  # the other pairs do not determine l_a and l_b
             p0 = (1 - min(np.exp(ell[a] + ell[b]), 1.0)) / 2  # predicted disagreement
             p = (1 - A[a, b]) / 2
@@ -95,7 +107,7 @@ def _residual_variance(logA: np.ndarray, usable: np.ndarray) -> float:
     design = _design(usable)
     if design is None:
         return np.inf
-    a, b, X = design
+    a, b, X, _ = design
     ell = np.linalg.lstsq(X, logA[a, b], rcond=None)[0]
     dof = a.size - X.shape[1]
     return float(np.sum((logA[a, b] - X @ ell) ** 2) / dof) if dof > 0 else np.inf
@@ -126,7 +138,12 @@ def detect_dependent_pairs(stats: RankingStats) -> list[tuple[int, int]]:
     n_eff = stats.both / max(stats.n_items - 1, 1)
     with np.errstate(divide="ignore", invalid="ignore"):
         logA = np.log(A)
-    usable = np.isfinite(logA) & (A > 0) & (n_eff >= 10)
+    # log A_ab is only estimated where A_ab is: an agreement within MIN_Z_AGREE
+    # standard errors of 0 has a log anywhere below about -2 (-4.6 at 0.01), and one
+    # such pair pulled the fit far enough to miss two LFs agreeing on 99% of pairs.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z_agree = A * np.sqrt(n_eff / np.maximum(1.0 - A**2, 1e-12))
+    usable = np.isfinite(logA) & (z_agree >= MIN_Z_AGREE) & (n_eff >= 10)
     np.fill_diagonal(usable, False)
     best, best_var = [], _residual_variance(logA, usable)
     for robust in (False, True):
