@@ -254,6 +254,48 @@ def test_power_on_a_pair_copying_half_the_votes(space):
         assert dependent_pairs(frame)[:1] == [(0, 1)]
 
 
+def test_sphere_lf_of_junk_votes_neither_disables_nor_fools_the_test():
+    # Five LFs around the truth on S^2, two of them near-copies of one noisy source,
+    # and a sixth of junk votes (uniform on the sphere, unrelated to Y): its mean cos
+    # with every LF is 0 up to sampling noise. The copies are flagged on every seed
+    # and no pair of the junk LF is. Before, a seed where all the junk LF's means
+    # were <= 0 left every pair unjudged (2 of these 10 seeds: the copies missed),
+    # and a tiny positive mean entered on the log scale with an exploding
+    # delta-method term, so junk pairs came out "too close" (4 of 10).
+    space = ss.Sphere(2)
+    n = 3000
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        Y = rng.standard_normal((n, 3))
+        Y /= np.linalg.norm(Y, axis=1, keepdims=True)
+
+        def around(center, scale, rng=rng):
+            x = center + scale * rng.standard_normal((n, 3))
+            return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+        source = around(Y, 0.5)
+        junk = around(np.zeros((n, 3)), 1.0)
+        X = np.stack(
+            [
+                around(Y, 0.3),
+                around(Y, 0.4),
+                around(Y, 0.5),
+                around(source, 0.05),
+                around(source, 0.05),
+                junk,
+            ],
+            axis=1,
+        )
+        pairs, frame = detect_dependent_pairs(X, space, seed=0)
+        assert (3, 4) in pairs, seed
+        assert not any(5 in p for p in pairs), seed
+        # the junk LF's pairs are not judged (no estimable log); the copies are
+        junk_rows = (frame["lf_a"] == 5) | (frame["lf_b"] == 5)
+        assert frame.loc[junk_rows, "z"].isna().all()
+        copies = (frame["lf_a"] == 3) & (frame["lf_b"] == 4)
+        assert frame.loc[copies, "z"].item() > 10
+
+
 # -- errors ----------------------------------------------------------------------------
 def test_validation_errors():
     space = ss.Discrete(3)

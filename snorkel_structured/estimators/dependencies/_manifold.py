@@ -181,6 +181,11 @@ class ManifoldPairStats:
         return n_both, mean, cov
 
 
+# Pairs enter the log-scale (sphere) fit when their mean cos is this many standard
+# errors above 0.
+_MIN_MEAN_SE = 2.0
+
+
 def _residual_map(
     usable: np.ndarray, weight: np.ndarray, m: int, excluded: list[int]
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -208,12 +213,19 @@ def _residual_map(
     for t in np.flatnonzero(usable):  # m (m - 1) / 2 small least-squares problems
         w = w_all.copy()
         w[t] = 0.0
-        Bw = design * w[:, None]
-        gram = design.T @ Bw
-        # The other pairs must identify every LF term (m >= 4 with all pairs seen).
-        if np.linalg.matrix_rank(gram, tol=1e-10 * np.abs(gram).max()) < m:
+        # Only the LFs in some weighted pair enter the fit: an LF with no usable
+        # pair (a sphere LF whose every mean cos is at most 0) cannot be judged,
+        # but must not leave every other pair unjudged.
+        active = (design[w > 0] > 0).any(axis=0)
+        if not active[a_idx[t]] or not active[b_idx[t]]:
             continue
-        coef[t] = -(design[t] @ np.linalg.solve(gram, Bw.T))
+        D = design[:, active]
+        Bw = D * w[:, None]
+        gram = D.T @ Bw
+        # The other pairs must identify every active LF's term.
+        if np.linalg.matrix_rank(gram, tol=1e-10 * np.abs(gram).max()) < D.shape[1]:
+            continue
+        coef[t] = -(D[t] @ np.linalg.solve(gram, Bw.T))
         coef[t, t] += 1.0
         ok[t] = True
     return coef, ok
@@ -247,7 +259,11 @@ def manifold_test(
     log_scale = stats.kind != "euclidean"
     usable = (n_both >= 2) & np.isfinite(mean) & (var_mean > 0)
     if log_scale:
-        usable &= np.nan_to_num(mean) > 0  # a sphere pair at mean cos <= 0: no product
+        # A mean cos within _MIN_MEAN_SE standard errors of 0 has no estimable log
+        # (its delta-method correction var / (2 mean^2) explodes: pairs with an LF
+        # of junk votes came out "too close"); at or beyond, the correction is at
+        # most 1/8.
+        usable &= np.nan_to_num(mean) > _MIN_MEAN_SE * np.sqrt(var_mean)
         safe = np.where(usable, mean, 1.0)
         # log of the mean, with its second-order (delta-method) bias removed
         h = np.where(usable, np.log(safe) + var_mean / (2.0 * safe**2), 0.0)
