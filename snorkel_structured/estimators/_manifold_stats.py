@@ -10,6 +10,11 @@ import numpy as np
 from snorkel_structured._validation import check_manifold_outputs
 from snorkel_structured.spaces.manifolds import Hyperbolic, Sphere
 
+# A sphere pair's mean cos d enters a log-scale fit (the triplet estimate, the
+# dependency test) only this many standard errors above 0: closer to 0 its log is not
+# estimated, and one such pair of an LF of junk votes pulled every fit it entered.
+MIN_MEAN_COS_SE = 2.0
+
 __all__ = ["LabeledManifoldStats", "ManifoldStats"]
 
 _CHUNK = (

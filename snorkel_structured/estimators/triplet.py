@@ -54,6 +54,7 @@ from scipy import optimize
 
 from snorkel_structured import _warnings
 from snorkel_structured.estimators._manifold_stats import (
+    MIN_MEAN_COS_SE,
     LabeledManifoldStats,
     ManifoldStats,
 )
@@ -192,7 +193,7 @@ def _usable_pairs(
             dropped = (
                 f" {int((enough & ~ok).sum())} pair(s) with enough rows were left out "
                 "because their mean invariant is outside the model's range (mean "
-                f"cos d <= 0; LF {int(np.argmax(lost))} is in {int(lost.max())} of "
+                f"cos d not above 0; LF {int(np.argmax(lost))} is in {int(lost.max())} of "
                 "them): an LF whose votes are on average more than 90 degrees from "
                 "the others' (e.g. one voting the antipode) is outside the isotropic "
                 "model. Drop that LF, or use estimator='pair_sq_dist', which fits it "
@@ -360,8 +361,10 @@ def triplet_estimate(
     -----
     IdentifiabilityWarning
         When a pair's invariant or an LF's estimate is outside the model's range
-        (e.g. ``E cos d <= 0`` on the sphere, ``A_a < 1`` on hyperbolic space), or when
-        an LF is identified only through a declared dependent pair.
+        (e.g. ``E cos d`` not above 0 by ``MIN_MEAN_COS_SE`` standard errors on the
+        sphere: the pair is left out; ``A_a < 1`` on hyperbolic space), when an LF has
+        no pair left (it is fitted at the family's maximum noise), or when an LF is
+        identified only through a declared dependent pair.
     """
     C = stats.pair_invariant_mean
     V = stats.pair_invariant_var
@@ -376,18 +379,46 @@ def triplet_estimate(
         y = cab
         var = V[pairs[:, 0], pairs[:, 1]] / stats.pair_count[pairs[:, 0], pairs[:, 1]]
         log_space = False
+        no_signal = np.zeros(m, dtype=bool)
     else:
-        nonpos = (stats.pair_count >= min_overlap) & ~(C > 0) & ~np.eye(m, dtype=bool)
-        if nonpos.any():
-            a, b = (int(v) for v in np.argwhere(nonpos)[0])
+        seen = (stats.pair_count >= min_overlap) & ~np.eye(m, dtype=bool)
+        # The log of a mean cos d within MIN_MEAN_COS_SE standard errors of 0 is not
+        # estimated (anywhere below about -3): in the least squares one such pair
+        # of a junk LF put a 0.3-noise LF at noiseless and the answers at 0.29 rad.
+        # (Mean cosh d on H^d is at least 1, with heavy tails: only its sign counts.)
+        se = np.sqrt(V / np.maximum(stats.pair_count, 1)) if kind == "cos" else 0.0
+        signal = seen & (C > MIN_MEAN_COS_SE * se)
+        weak = seen & ~signal
+        if weak.any():
+            a, b = (int(v) for v in np.argwhere(weak)[0])
             _warnings.warn(
-                f"The mean cos d of LFs {a} and {b} is {C[a, b]!r} <= 0, outside the "
-                "model's range (the invariant is positive); that pair is ignored.",
+                f"The mean cos d of LFs {a} and {b} is {C[a, b]!r}, not above 0 by "
+                f"{MIN_MEAN_COS_SE:g} standard errors: its log (the model's invariant) "
+                "is not estimated; that pair is ignored.",
+                IdentifiabilityWarning,
+                stacklevel=2,
+            )
+        # An LF with no such pair shows no sign of tracking the label (e.g. junk
+        # votes, uniform on the sphere): the model's answer for it is the edge of
+        # its range, the family's maximum noise (as estimator="pair_sq_dist" fits
+        # it), not a reason to leave the other LFs unidentified.
+        # (An LF with labeled rows is identified by them.)
+        no_signal = seen.any(axis=1) & ~signal.any(axis=1)
+        no_signal[dev_lfs] = False
+        if no_signal.any():
+            _warnings.warn(
+                f"LF(s) {np.flatnonzero(no_signal).tolist()}: the mean cos d with "
+                "every other LF is about 0 or below, so under the model the LF "
+                "carries no information about the label; it is fitted at the "
+                "family's maximum noise (weight about 0). Check or drop it.",
                 IdentifiabilityWarning,
                 stacklevel=2,
             )
         pairs = _usable_pairs(
-            stats, min_overlap, lambda ia, ib: C[ia, ib] > 0, dev_lfs=dev_lfs
+            stats,
+            min_overlap,
+            lambda ia, ib: signal[ia, ib],
+            dev_lfs=np.union1d(dev_lfs, np.flatnonzero(no_signal)),
         )
         cab = C[pairs[:, 0], pairs[:, 1]]
         y = np.log(cab)
@@ -411,7 +442,7 @@ def triplet_estimate(
     weighted = len(dev_lfs) > 0
     dep = _dependent_mask(pairs, dependencies)
     reduced = pairs[~dep]
-    bad = unidentified_lfs(reduced, m, dev_lfs)
+    bad = unidentified_lfs(reduced, m, dev_lfs) & ~no_signal
     design = _design(reduced, m, dev_lfs)
     yy = np.r_[y[~dep], dev_y]
     vv = np.r_[var[~dep], dev_var]
@@ -427,10 +458,15 @@ def triplet_estimate(
         sol = np.where(bad, full_sol, sol)
         sol_var = np.where(bad, full_var, sol_var)
     invariant = np.exp(sol) if log_space else sol
-    est = _finish(noise, invariant, reduced if not bad.any() else pairs)
     forward = noise.expected_invariant
     _, _, f_small, f_large = _range(noise, forward, _unit(noise, invariant))
     lo_v, hi_v = min(f_small, f_large), max(f_small, f_large)
+    if no_signal.any():  # just inside the maximum-noise end (cos d falls with noise)
+        invariant[no_signal] = f_large + 1e-9 * max(1.0, abs(f_large))
+        sol[no_signal] = np.log(invariant[no_signal])
+        # at the edge: no spread that shrinkage could read as "unknown"
+        sol_var = np.where(no_signal, 0.0, sol_var)
+    est = _finish(noise, invariant, reduced if not bad.any() else pairs)
     log_var = _log_sq_dist_var(noise, sol, sol_var, log_space, lo_v, hi_v)
     return ManifoldEstimate(
         noise_scale=est.noise_scale,

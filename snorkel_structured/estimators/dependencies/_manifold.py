@@ -26,7 +26,10 @@ from typing import Any
 import numpy as np
 
 from snorkel_structured._validation import check_manifold_outputs
-from snorkel_structured.estimators._manifold_stats import pair_invariant_and_sq_dist
+from snorkel_structured.estimators._manifold_stats import (
+    MIN_MEAN_COS_SE,
+    pair_invariant_and_sq_dist,
+)
 from snorkel_structured.estimators.dependencies._calibration import (
     gaussian_max_t_step,
 )
@@ -181,11 +184,6 @@ class ManifoldPairStats:
         return n_both, mean, cov
 
 
-# Pairs enter the log-scale (sphere) fit when their mean cos is this many standard
-# errors above 0.
-_MIN_MEAN_SE = 2.0
-
-
 def _residual_map(
     usable: np.ndarray, weight: np.ndarray, m: int, excluded: list[int]
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -259,11 +257,12 @@ def manifold_test(
     log_scale = stats.kind != "euclidean"
     usable = (n_both >= 2) & np.isfinite(mean) & (var_mean > 0)
     if log_scale:
-        # A mean cos within _MIN_MEAN_SE standard errors of 0 has no estimable log
-        # (its delta-method correction var / (2 mean^2) explodes: pairs with an LF
-        # of junk votes came out "too close"); at or beyond, the correction is at
-        # most 1/8.
-        usable &= np.nan_to_num(mean) > _MIN_MEAN_SE * np.sqrt(var_mean)
+        usable &= np.nan_to_num(mean) > 0
+        if stats.kind == "sphere":
+            # The delta-method correction var / (2 mean^2) explodes near 0 (pairs
+            # with an LF of junk votes came out "too close"); beyond the threshold
+            # it is at most 1/8. (Mean cosh d on H^d is at least 1.)
+            usable &= np.nan_to_num(mean) > MIN_MEAN_COS_SE * np.sqrt(var_mean)
         safe = np.where(usable, mean, 1.0)
         # log of the mean, with its second-order (delta-method) bias removed
         h = np.where(usable, np.log(safe) + var_mean / (2.0 * safe**2), 0.0)
