@@ -13,9 +13,9 @@ two ways this stage guards against:
 
 One contender family is chosen by AIC among loose fits of every family on all rows
 (the paper's family, p = 1, and each with outliers; the outlier family is fitted only
-when an estimate of its gain from one E-step could pay its cost); the contender and the paper's
-family, at every shrinkage, are then compared by held-out likelihood. The vote-pattern
-counts are split in two by binomial thinning (each row goes to one half at random, so
+when an estimate of its gain from one E-step could pay its cost); the contender and
+the paper's family, at every shrinkage, are then compared by held-out likelihood. The
+vote-pattern counts are split in two by binomial thinning (each row goes to one half at random, so
 the halves are independent samples of the same data); each candidate is fitted on one
 half and scored on the other, both ways. The score is the pseudo-likelihood of agreements (each vote given
 the other LFs' outputs, :meth:`_Problem.conditional_loglik`) or, when labeled rows

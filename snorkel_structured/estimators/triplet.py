@@ -193,9 +193,10 @@ def _usable_pairs(
             dropped = (
                 f" {int((enough & ~ok).sum())} pair(s) with enough rows were left out "
                 "because their mean invariant is outside the model's range (mean "
-                f"cos d not above 0; LF {int(np.argmax(lost))} is in {int(lost.max())} of "
-                "them): an LF whose votes are on average more than 90 degrees from "
-                "the others' (e.g. one voting the antipode) is outside the isotropic "
+                f"cos d not above 0; LF {int(np.argmax(lost))} is in "
+                f"{int(lost.max())} of them): an LF whose votes are on average "
+                "more than 90 degrees from the others' (e.g. one voting the "
+                "antipode) is outside the isotropic "
                 "model. Drop that LF, or use estimator='pair_sq_dist', which fits it "
                 "at the family's maximum noise with a warning."
             )
