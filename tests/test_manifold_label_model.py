@@ -165,32 +165,35 @@ def test_sphere_lfs_of_junk_votes_get_no_weight():
     # Four LFs around the truth on S^2 and one or two of junk votes (uniform on the
     # sphere, unrelated to Y). A junk LF's mean cos d with the others is 0 up to
     # sampling noise: the default fit gives it weight about 0 and answers as well as
-    # without it. Before, the triplet estimate raised "Too few overlapping rows"
-    # when every such mean was <= 0, and one barely positive mean, entering the
-    # least squares as its log, put a 0.3-noise LF at noiseless (0.29 rad against
-    # 0.10 without junk).
+    # without it, with and without 100 labeled rows. Before, the triplet estimate
+    # raised "Too few overlapping rows" when every such mean was <= 0, and one barely
+    # positive mean, entering the least squares as its log, put a 0.3-noise LF at
+    # noiseless (0.29 rad against 0.10 without junk). With labeled rows whose mean
+    # cos d for the junk LF was <= 0, the junk LF came out noiseless.
     import warnings
 
     space = Sphere(2)
     n = 3000
     for seed in range(3):
         rng = np.random.default_rng(seed)
-        Y = rng.standard_normal((n, 3))
+        Y = rng.standard_normal((n + 100, 3))
         Y /= np.linalg.norm(Y, axis=1, keepdims=True)
-        votes = [Y + s * rng.standard_normal((n, 3)) for s in (0.1, 0.2, 0.3, 0.4)]
-        votes += [rng.standard_normal((n, 3)) for _ in range(2)]
+        votes = [Y + s * rng.standard_normal(Y.shape) for s in (0.1, 0.2, 0.3, 0.4)]
+        votes += [rng.standard_normal(Y.shape) for _ in range(2)]
         X = np.stack(votes, axis=1)
         X /= np.linalg.norm(X, axis=2, keepdims=True)
 
-        def error(X, Y=Y):
+        def error(k, dev, X=X, Y=Y):
+            kw = dict(X_dev=X[n:, :k], Y_dev=Y[n:]) if dev else {}
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                lm = ManifoldLabelModel(space, seed=0).fit(X)
-            cos = np.clip((lm.predict(X) * Y).sum(axis=1), -1.0, 1.0)
+                lm = ManifoldLabelModel(space, seed=0).fit(X[:n, :k], **kw)
+            cos = np.clip((lm.predict(X[:n, :k]) * Y[:n]).sum(axis=1), -1.0, 1.0)
             return float(np.median(np.arccos(cos))), lm.weights_
 
-        clean, _ = error(X[:, :4])
-        for n_junk in (1, 2):
-            got, w = error(X[:, : 4 + n_junk])
-            assert got <= 1.05 * clean, (seed, n_junk, got, clean)
-            assert (w[4:] < 0.01).all(), (seed, n_junk, w)
+        for dev in (False, True):
+            clean, _ = error(4, dev)
+            for n_junk in (1, 2):
+                got, w = error(4 + n_junk, dev)
+                assert got <= 1.05 * clean, (seed, dev, n_junk, got, clean)
+                assert (w[4:] < 0.01).all(), (seed, dev, n_junk, w)

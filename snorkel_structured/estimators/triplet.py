@@ -382,6 +382,14 @@ def triplet_estimate(
         log_space = False
         no_signal = np.zeros(m, dtype=bool)
     else:
+        if len(dev_lfs):
+            # an LF's labeled rows identify it only where their mean invariant has
+            # an estimable log (the pairs' rule below)
+            dev_mean = dev.invariant_mean[dev_lfs]
+            dev_se = np.sqrt(dev.invariant_var[dev_lfs] / dev.count[dev_lfs])
+            dev_lfs = dev_lfs[
+                dev_mean > (MIN_MEAN_COS_SE * dev_se if kind == "cos" else 0)
+            ]
         seen = (stats.pair_count >= min_overlap) & ~np.eye(m, dtype=bool)
         # The log of a mean cos d within MIN_MEAN_COS_SE standard errors of 0 is not
         # estimated (anywhere below about -3): in the least squares one such pair
@@ -432,9 +440,7 @@ def triplet_estimate(
     if len(dev_lfs):
         mean = dev.invariant_mean[dev_lfs]
         v = dev.invariant_var[dev_lfs] / dev.count[dev_lfs]
-        if log_space:
-            good = mean > 0
-            dev_lfs, mean, v = dev_lfs[good], mean[good], v[good]
+        if log_space:  # dev_lfs already hold only means above 0
             dev_y, dev_var = np.log(mean), v / mean**2
         else:
             dev_y, dev_var = mean, v
