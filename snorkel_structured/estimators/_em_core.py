@@ -15,14 +15,15 @@ count-weighted mean of R; theta_a solves the 1-D monotone moment equation
 (the score equation of the exponential family; N_aj = sum_i c_i [a voted] R_ij). The
 votes are held as a sparse one-hot matrix, so the E-step is one sparse product with the
 (m (r + 1), k) table of log P(v | T_j) and the M-step's statistics one product with its
-transpose. Only the rows S[T, :] of the support are used, and the partition functions
-and moments of each row come from its distinct values and their multiplicities (at most
-29 for a Kendall row of S8, two for the 0/1 metric), so a space of 40,320 labels never
-builds an (r, r) array: rows are computed with ``space.dist`` when ``S`` is a large
-space (these rows, partition functions and the theta solve live in
-:mod:`._noise_kernel`). theta is found by a vectorized, warm-started, safeguarded
-Newton solve. EM is accelerated with SQUAREM (Varadhan and Roland, 2008) with a
-monotonicity safeguard.
+transpose; with many LFs over few labels, as codes of a few blocks of LFs instead
+(:mod:`._vote_blocks`), which read each pattern once per block. Only the rows S[T, :]
+of the support are used, and the partition functions and moments of each row come
+from its distinct values and their multiplicities (at most 29 for a Kendall row of S8,
+two for the 0/1 metric), so a space of 40,320 labels never builds an (r, r) array:
+rows are computed with ``space.dist`` when ``S`` is a large space (these rows,
+partition functions and the theta solve live in :mod:`._noise_kernel`). theta is found
+by a vectorized, warm-started, safeguarded Newton solve. EM is accelerated with
+SQUAREM (Varadhan and Roland, 2008) with a monotonicity safeguard.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from snorkel_structured.estimators._noise_kernel import (
     _SqDists,
 )
 from snorkel_structured.estimators._stats import VoteStats
+from snorkel_structured.estimators._vote_blocks import VoteBlocks
 
 # A vote's log-probability above -this leaves its LF out of a row's log-sum-exp by
 # reusing the row's exponential (1 / P stays far from overflow, k e^600 << 1e308).
@@ -143,13 +145,13 @@ class _Problem:
             self.voted_f *= self.pw
         self.cv = self.c[:, None] * self.voted  # (u, m) count where a voted
         self.n_voted = self.cv.sum(0)  # (m,)
-        rows_i, cols_a = np.nonzero(self.voted)
-        cols = cols_a * (self.r + 1) + self.P[rows_i, cols_a] + 1
-        shape = (self.u, self.m * (self.r + 1))
-        self._votes = (rows_i, cols, self.voted_f[rows_i, cols_a], shape)
         # vote histogram per LF, (m, r), counting every vote once
-        hist = np.bincount(cols, weights=self.c[rows_i], minlength=shape[1])
-        self.hist = hist.reshape(self.m, self.r + 1)[:, 1:]
+        self.hist = np.stack(
+            [
+                np.bincount(self.P[:, a] + 1, weights=self.c, minlength=self.r + 1)
+                for a in range(self.m)
+            ]
+        )[:, 1:]
         # Each LF's own vote distribution: the outlier component of the robust family
         # (``log_h`` given: estimated elsewhere, e.g. on the rows a model was fitted to).
         if log_h is None:
@@ -179,11 +181,28 @@ class _Problem:
         self._table_cache: tuple[Any, Any] = (None, None)
 
     @functools.cached_property
+    def _votes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, int]]:
+        """(pattern, column, weight, shape) of each vote in the one-hot matrix X."""
+        rows_i, cols_a = np.nonzero(self.voted)
+        cols = cols_a * (self.r + 1) + self.P[rows_i, cols_a] + 1
+        shape = (self.u, self.m * (self.r + 1))
+        return rows_i, cols, self.voted_f[rows_i, cols_a], shape
+
+    @functools.cached_property
     def X(self) -> sp.csr_matrix:
         """(u, m (r + 1)) one-hot votes, weighted; built when first used (EM on the
         gathered distances never does)."""
         rows_i, cols, wv, shape = self._votes
         return sp.csr_matrix((wv, (rows_i, cols)), shape=shape)
+
+    @functools.cached_property
+    def blocks(self) -> VoteBlocks | None:
+        """The votes as codes of a few blocks of LFs, when that at least halves the
+        passes of the E- and M-steps over the patterns (many LFs, few labels), and
+        every vote weighs 1 (no dependency groups)."""
+        if self.pw is not None or not VoteBlocks.worth_it(self.u, self.m, self.r):
+            return None
+        return VoteBlocks(self.P, self.r)
 
     @functools.cached_property
     def XcT(self) -> sp.csr_matrix:
@@ -250,7 +269,9 @@ class _Problem:
         return out
 
     def log_lik_given(self, W: np.ndarray) -> np.ndarray:
-        """(u, k): log P(pattern i | Y = T_j)."""
+        """(u, k): log P(pattern i | Y = T_j) for the table W of :meth:`log_table`."""
+        if self.blocks is not None:
+            return self.blocks.log_lik(W.reshape(self.m, self.r + 1, -1))
         return np.asarray(self.X @ W)
 
     def gathered(self, T: np.ndarray) -> np.ndarray | None:
@@ -350,16 +371,19 @@ class _Problem:
         Without it abstains are independent of Y: they drop out of R, and the
         log-likelihood counts them at each LF's overall abstain rate.
         """
-        if eps is None:
-            G = self._fast_log_lik(theta, T)
+        if self.blocks is not None:  # abstain terms folded into the table
+            G = self.blocks.log_lik(self.vote_table(theta, T, eps, alpha))
         else:
-            gathered = self._gathered_mix(theta, T, eps)
-            G = None if gathered is None else gathered[1].sum(axis=0)
-        if G is None:
-            G = self.log_lik_given(self.log_table(theta, T, eps))
+            if eps is None:
+                G = self._fast_log_lik(theta, T)
+            else:
+                gathered = self._gathered_mix(theta, T, eps)
+                G = None if gathered is None else gathered[1].sum(axis=0)
+            if G is None:
+                G = self.log_lik_given(self.log_table(theta, T, eps))
+            if alpha is not None:
+                G += self.abstain_log_terms(alpha)
         G += log_w[None, :]
-        if alpha is not None:
-            G += self.abstain_log_terms(alpha)
         R, per_row = normalize_log_rows(G)
         if self.labeled.any():  # log P(votes, label): responsibilities clamped
             rows = np.flatnonzero(self.labeled)
@@ -394,6 +418,22 @@ class _Problem:
         cond, counts, used = self.conditional_loglik_rows(log_w, theta, T, alpha, eps)
         return float(counts @ cond), float(counts @ used)
 
+    def vote_table(
+        self,
+        theta: np.ndarray,
+        T: np.ndarray,
+        eps: np.ndarray | None = None,
+        alpha: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """(m, r + 1, k): log P(lambda_a = v | T_j) at [a, v + 1, j], plus
+        log(1 - alpha) per vote and log(alpha) at the abstain (v = -1) when ``alpha``
+        is given; 0 at the abstain without it."""
+        W = self.log_table(theta, T, eps).reshape(self.m, self.r + 1, T.size)
+        if alpha is not None:
+            W = W + np.log1p(-alpha)[:, None, :]
+            W[:, 0, :] = np.log(alpha)
+        return W
+
     def vote_log_terms(
         self,
         theta: np.ndarray,
@@ -405,11 +445,9 @@ class _Problem:
         an abstain), plus log(1 - alpha) per vote and log(alpha) per abstain when
         ``alpha`` (m, k) is given. LF-major, so that sums over LFs and each LF's
         (u, k) slice are contiguous."""
-        W = self.log_table(theta, T, eps).reshape(self.m, self.r + 1, T.size)
         fold = alpha is not None and self.pw is None
-        if fold:  # the abstain terms go in the table (row 0: abstain), not each row
-            W = W + np.log1p(-alpha)[:, None, :]
-            W[:, 0, :] = np.log(alpha)
+        # the abstain terms go in the table (row 0: abstain), not each row
+        W = self.vote_table(theta, T, eps, alpha if fold else None)
         per_lf = np.empty((self.m, self.u, T.size))
         for a in range(self.m):  # m gathers of (u, k)
             per_lf[a] = W[a][self.P[:, a] + 1]
@@ -556,7 +594,7 @@ class _Problem:
         rates (m,): each vote's mass is split between the noise model and the outlier
         component by their shares of its probability under (theta, eps)."""
         k = T.size
-        D = self.gathered(T) if eps is None else None
+        D = self.gathered(T) if eps is None and self.blocks is None else None
         if D is not None:
             cR = self.c[:, None] * R
             num = np.einsum("uk,auk->ak", cR, D)
@@ -572,7 +610,10 @@ class _Problem:
                 (tot - N.sum(axis=1)) / np.maximum(tot, 1e-300), _EPS_MIN, _EPS_MAX
             )
             return N, np.einsum("auk,auk->ak", Hr, self.gathered(T)), new_eps
-        H = np.asarray(self.XcT @ R).reshape(self.m, self.r + 1, k)[:, 1:, :]
+        if self.blocks is not None:
+            H = self.blocks.mass(self.c[:, None] * R)[:, 1:, :]
+        else:
+            H = np.asarray(self.XcT @ R).reshape(self.m, self.r + 1, k)[:, 1:, :]
         new_eps = None
         if eps is not None:
             assert theta is not None

@@ -419,3 +419,47 @@ def test_free_prior_cannot_silence_a_voted_class_on_iris():
         assert lm.noise_model_["prior"] == "uniform"
         acc = np.mean(pred == y[te])
         assert acc >= np.mean(majority_vote(L[te], 3) == y[te])
+
+
+def test_blocked_vote_sums_against_their_definition():
+    # Many LFs over few labels: the E- and M-steps read the votes as codes of blocks
+    # of LFs. The log-likelihood, the responsibilities and the M-step's sums must be
+    # those of the model's definition, computed here pattern by pattern.
+    from scipy.special import logsumexp as lse
+
+    from snorkel_structured.estimators._em_core import _Problem
+    from snorkel_structured.estimators._noise_kernel import _SqDists
+
+    rng = np.random.default_rng(5)
+    m, r = 8, 3
+    L = rng.integers(-1, r, size=(3000, m))
+    stats = VoteStats.from_label_matrix(L, n_labels=r)
+    S = ss.Discrete(r).squared_distance_matrix
+    prob = _Problem(stats, _SqDists(S))
+    assert prob.blocks is not None and len(prob.blocks.lfs) <= m // 2
+    T = np.arange(r)
+    w = rng.dirichlet(np.ones(r))
+    theta = rng.uniform(0.2, 2.0, size=(m, r))  # one theta per LF and label
+    alpha = rng.uniform(0.1, 0.5, size=(m, r))  # P(abstain | Y = j)
+    R, ll = prob.e_step(np.log(w), theta, T, alpha)
+    logZ = np.log(np.exp(-theta[:, :, None] * S[T][None]).sum(-1))  # (m, k)
+    want_ll = 0.0
+    for i, pattern in enumerate(stats.patterns):
+        terms = np.array(
+            [
+                np.log1p(-alpha[a]) - theta[a] * S[T, v] - logZ[a]
+                if v >= 0
+                else np.log(alpha[a])
+                for a, v in enumerate(pattern)
+            ]
+        ).sum(0) + np.log(w)
+        want_ll += stats.counts[i] * lse(terms)
+        np.testing.assert_allclose(R[i], np.exp(terms - lse(terms)), rtol=1e-10)
+    assert ll == pytest.approx(want_ll, rel=1e-12)
+    N, num, _ = prob.vote_moments(R, T)
+    cR = stats.counts[:, None] * R
+    for a in range(m):
+        voted = stats.patterns[:, a] >= 0
+        np.testing.assert_allclose(N[a], cR[voted].sum(0), rtol=1e-12)
+        d2 = S[T][:, stats.patterns[voted, a]].T  # (voted patterns, k)
+        np.testing.assert_allclose(num[a], (cR[voted] * d2).sum(0), rtol=1e-12)
