@@ -477,10 +477,14 @@ class _Problem:
         if alpha is None:  # abstains independent of Y: each LF's overall rate
             rate = np.clip(self.abstain_rate, _ALPHA_MIN, 1.0 - _ALPHA_MIN)
             alpha = np.repeat(rate[:, None], k, axis=1)
-        per_lf = self.vote_log_terms(theta, T, eps, alpha)
-        G = per_lf.sum(axis=0) + log_w[None, :]  # (u, k)
-        n_votes = self.voted.sum(axis=1)
-        rows = (n_votes >= 2) & ~self.labeled  # labeled rows are scored by their label
+        if self.blocks is not None:  # every vote weighs 1: one table per LF
+            W = self.vote_table(theta, T, eps, alpha)
+            G = self.blocks.log_lik(W)
+        else:
+            per_lf = self.vote_log_terms(theta, T, eps, alpha)
+            G = per_lf.sum(axis=0)
+        G += log_w[None, :]  # (u, k)
+        rows, counted = self._pseudo_rows
         cond_all, used_all = np.zeros(self.u), np.zeros(self.u)
         if not rows.any():
             return cond_all, self.c, used_all
@@ -491,7 +495,18 @@ class _Problem:
             full = np.log(total) + shift  # (u',)
         rest = np.empty((Gr.shape[0], self.m))  # (u', m): LF a left out
         ones = np.ones(Gr.shape[1])
-        for a in range(self.m):
+        if self.blocks is not None:
+            # sum_j e_j / P_a(v, j) for every LF a and vote v at once, read at the
+            # patterns' votes: one (u', k) x (k, m (r + 1)) product, not m passes
+            Wt = W.transpose(2, 0, 1).reshape(k, -1)
+            safe = Wt.min(axis=0) > -_LEAVE_OUT_MAX  # see below
+            inv_p = e @ np.exp(-np.where(safe, Wt, 0.0))  # (u', m (r + 1))
+            with np.errstate(divide="ignore"):
+                rest = np.log(np.take(inv_p, self._pseudo_cols))
+            rest += shift[:, None]
+            unsafe = np.flatnonzero(~safe.reshape(self.m, -1).all(axis=1))
+            per_lf = {a: W[a][self.P[:, a] + 1] for a in unsafe}
+        for a in range(self.m) if self.blocks is None else unsafe:
             La = per_lf[a] if every else per_lf[a][rows]
             if La.min() > -_LEAVE_OUT_MAX:
                 # sum_j exp(G_j - L_aj) = exp(shift) sum_j e_j / P_a(j): the full
@@ -506,10 +521,25 @@ class _Problem:
         # would reward latent classes that model who abstains with whom (e.g. "one LF
         # per row") instead of the label; their dependence on Y still enters through
         # the factor 1 - alpha of every vote.
-        counted = self.voted[rows] & (n_votes[rows, None] >= 2)
-        cond_all[rows] = np.where(counted, full[:, None] - rest, 0.0).sum(axis=1)
-        used_all[rows] = counted.any(axis=1)
+        cond_all[rows] = np.where(counted, full[:, None] - rest, 0.0) @ np.ones(self.m)
+        used_all[rows] = 1.0
         return cond_all, self.c, used_all
+
+    @functools.cached_property
+    def _pseudo_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """The patterns :meth:`conditional_loglik_rows` scores (two votes or more, not
+        labeled), (u,) bool, and their votes, (u', m) bool."""
+        n_votes = self.voted_ones @ np.ones(self.m)
+        rows = (n_votes >= 2) & ~self.labeled  # labeled rows are scored by their label
+        return rows, self.voted[rows]
+
+    @functools.cached_property
+    def _pseudo_cols(self) -> np.ndarray:
+        """(u', m) flat positions of the scored patterns' votes in a (u', m (r + 1))
+        array of (LF, vote) columns."""
+        rows = self._pseudo_rows[0]
+        cols = np.arange(self.m) * (self.r + 1) + self.P[rows] + 1
+        return cols + (np.arange(cols.shape[0]) * (self.m * (self.r + 1)))[:, None]
 
     def leave_one_out_risk(
         self,

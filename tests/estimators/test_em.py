@@ -305,8 +305,9 @@ def test_theta_solves_the_moment_equation_against_bisection(space):
                 assert got[t] == pytest.approx(want, rel=1e-9)
 
 
+@pytest.mark.parametrize("blocks", [True, False])
 @pytest.mark.parametrize("theta_scale", [1.0, 800.0])
-def test_pseudo_likelihood_against_its_definition(theta_scale):
+def test_pseudo_likelihood_against_its_definition(theta_scale, blocks):
     # sum over patterns (with two votes or more) and over the LFs that voted of
     # log P(lambda_a = v_a | the other LFs' outputs), where each LF's output has
     # probability (1 - alpha_b) P_theta(v_b | y) if it voted and alpha_b if not
@@ -323,6 +324,10 @@ def test_pseudo_likelihood_against_its_definition(theta_scale):
     L = rng.integers(-1, 6, size=(400, 4))
     stats = VoteStats.from_label_matrix(L, n_labels=6)
     prob = _Problem(stats, _SqDists(S))
+    # 4 LFs over 6 labels: EM reads the votes as two blocks of LFs, or LF by LF
+    assert prob.blocks is not None
+    if not blocks:
+        prob.blocks = None
     T = np.arange(6)
     w = rng.dirichlet(np.ones(6))
     theta = np.array([0.4, 1.0, 0.2, 0.7]) * theta_scale
