@@ -341,7 +341,8 @@ class _FoldFeatures:
         self.cols = np.split(np.arange(Z.shape[1]), edges)
         own = p > 0
         self.gram = Z[own].T @ (Z[own] * p[own, None])
-        self.Z = Z[rows]
+        # column-major: the halves' columns are read as whole contiguous columns
+        self.Z = np.asfortranarray(Z[rows])
         self._bases: dict[Any, tuple[np.ndarray, np.ndarray] | None] = {}
 
     def basis(
@@ -366,12 +367,10 @@ class _FoldFeatures:
             else:
                 kk = min(k, int((sv > 1e-10 * sv[0]).sum()))
                 scale = 1.0 / np.sqrt(sv[:kk])
-                # Z times maps that are zero off the halves' columns: one product
-                # over the patterns, no copy of the columns
-                maps = np.zeros((2, self.Z.shape[1], kk))
-                maps[0, c1] = Vkt[:kk].T * scale
-                maps[1, c2] = Uk[:, :kk] * scale
-                self._bases[key] = (self.Z @ maps[0], self.Z @ maps[1])
+                self._bases[key] = (
+                    (self.Z[:, c1] @ Vkt[:kk].T) * scale,
+                    (self.Z[:, c2] @ Uk[:, :kk]) * scale,
+                )
         return self._bases[key]
 
 
