@@ -337,3 +337,57 @@ def test_validation_errors():
         detect_dependent_pairs(stats, ss.Sphere(2))
     with pytest.raises(ValueError, match="Cannot add"):
         stats + ManifoldPairStats.from_outputs(np.zeros((5, 5, 3)), ss.Euclidean(3))
+
+
+# -- the finite statistic against its definition ---------------------------------------
+def _statistic_by_definition(P, p, v1, v2, a, b, both_orientations):
+    """Observed agreement mass of LFs a and b minus tr(C^-1 B^T A), averaged over the
+    orientations (v1, v2) and (v2, v1), written from the docstring of
+    ``_pair_statistic`` with a loop over the labels both LFs use."""
+    agree = sum(p[u] for u in range(len(p)) if P[u, a] == P[u, b] != -1)
+    shared = sorted(set(P[:, a]) & set(P[:, b]) - {-1})
+    orientations = [(v1, v2), (v2, v1)] if both_orientations else [(v1, v2)]
+    pred = 0.0
+    for fa, fb in orientations:
+        C = sum(p[u] * np.outer(fb[u], fa[u]) for u in range(len(p)))
+        K = np.zeros_like(C)
+        for label in shared:
+            A = sum(p[u] * fa[u] for u in range(len(p)) if P[u, a] == label)
+            B = sum(p[u] * fb[u] for u in range(len(p)) if P[u, b] == label)
+            K += np.outer(B, A)
+        pred += np.trace(np.linalg.solve(C, K)) / len(orientations)
+    return agree - pred
+
+
+@pytest.mark.parametrize("both_orientations", [True, False])
+def test_pair_statistic_and_its_influence_against_their_definitions(both_orientations):
+    # The influence function of a functional T of the pattern frequencies p is
+    # d/de T((1 - e) p + e delta_u) at e = 0: checked by central differences, with
+    # alphabets that differ (a label only one LF uses) and abstains.
+    from snorkel_structured.estimators.dependencies._finite import (
+        _pair_statistic,
+        _Votes,
+    )
+
+    rng = np.random.default_rng(0)
+    u, kk = 40, 3
+    P = np.stack(
+        [rng.integers(-1, 3, u), rng.integers(-1, 4, u), rng.integers(0, 3, u)], axis=1
+    )
+    p = rng.dirichlet(np.ones(u))
+    v1, v2 = rng.normal(size=(u, kk)), rng.normal(size=(u, kk))
+    votes = _Votes(P, np.ones(u))
+    diff, influence = _pair_statistic(votes, v1, v2, 0, 1, p, both_orientations)
+    assert diff == pytest.approx(
+        _statistic_by_definition(P, p, v1, v2, 0, 1, both_orientations), abs=1e-12
+    )
+    eps = 1e-6
+    for row in range(u):
+        step = eps * (np.eye(u)[row] - p)
+        up, down = (
+            _statistic_by_definition(P, q, v1, v2, 0, 1, both_orientations)
+            for q in (p + step, p - step)
+        )
+        assert influence[row] == pytest.approx((up - down) / (2 * eps), abs=1e-6)
+    # its mean under p is zero, as an influence function's must be
+    assert p @ influence == pytest.approx(0.0, abs=1e-12)
