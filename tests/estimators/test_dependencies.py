@@ -391,3 +391,31 @@ def test_pair_statistic_and_its_influence_against_their_definitions(both_orienta
         assert influence[row] == pytest.approx((up - down) / (2 * eps), abs=1e-6)
     # its mean under p is zero, as an influence function's must be
     assert p @ influence == pytest.approx(0.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(12, 20), (20, 12)])
+def test_top_singular_triplets_match_the_svd(shape):
+    # Top-k triplets read from eigh of the smaller Gram matrix: the same singular
+    # values and subspaces as numpy's SVD, and M v_i = s_i u_i. Where the k-th
+    # singular value falls below 1e-4 of the first, the SVD itself is returned.
+    from snorkel_structured.estimators.dependencies._finite import _top_svd
+
+    rng = np.random.default_rng(1)
+    n = min(shape)
+    left = np.linalg.qr(rng.normal(size=(shape[0], n)))[0]
+    right = np.linalg.qr(rng.normal(size=(shape[1], n)))[0]
+    for sv_true, k in [
+        (np.geomspace(1.0, 1e-3, n), 5),
+        (np.geomspace(1.0, 1e-9, n), 9),
+    ]:
+        M = left @ np.diag(sv_true) @ right.T
+        U, sv, Vt = _top_svd(M, k)
+        assert sv.size >= k and np.all(np.diff(sv) <= 0)
+        np.testing.assert_allclose(sv[:k], sv_true[:k], rtol=1e-9)
+        np.testing.assert_allclose(M @ Vt[:k].T, U[:, :k] * sv[:k], atol=1e-9)
+        for got, true in ((U, left), (Vt.T, right)):  # the same k-dim subspace
+            np.testing.assert_allclose(
+                got[:, :k] @ got[:, :k].T, true[:, :k] @ true[:, :k].T, atol=1e-9
+            )
+        # the SVD's full spectrum where squaring would lose the k-th value
+        assert sv.size == (n if sv_true[k - 1] < 1e-4 else k)
