@@ -10,7 +10,7 @@ def test_counts_match_rows_and_add_across_chunks():
     stats = ss.VoteStats.from_label_matrix(data.L, 24)
     assert stats.n_samples == 5_000 and stats.n_lfs == 3
     # every pattern's count equals the number of identical rows
-    for pattern, count in zip(stats.patterns[:50], stats.counts[:50]):
+    for pattern, count in zip(stats.patterns[:50], stats.counts[:50], strict=True):
         assert count == np.all(data.L == pattern, axis=1).sum()
     chunks = [ss.VoteStats.from_label_matrix(c, 24) for c in np.array_split(data.L, 7)]
     total = sum(chunks)
@@ -70,4 +70,13 @@ def test_patterns_and_inverse_match_a_brute_force_count(n, n_labels, m):
     assert sorted(map(tuple, patterns.tolist())) == expected
     np.testing.assert_array_equal(patterns[inverse], L)
     patterns, c = _count_patterns(L, n_labels)
-    assert {tuple(p): k for p, k in zip(patterns.tolist(), c)} == counts
+    assert {tuple(p): k for p, k in zip(patterns.tolist(), c, strict=True)} == counts
+    # weighted: each row's weight summed per pattern
+    weights = rng.random(n)
+    sums = {}
+    for row, w in zip(L.tolist(), weights, strict=True):
+        sums[tuple(row)] = sums.get(tuple(row), 0.0) + w
+    patterns, c = _count_patterns(L, n_labels, weights)
+    got = dict(zip(map(tuple, patterns.tolist()), c, strict=True))
+    assert got.keys() == sums.keys()
+    np.testing.assert_allclose([got[key] for key in sums], list(sums.values()))
