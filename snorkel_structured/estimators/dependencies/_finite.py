@@ -148,23 +148,24 @@ class _Votes:
 def _top_singular(blocks: list[Any], n_vectors: int) -> tuple[np.ndarray, np.ndarray]:
     """Top left singular vectors and singular values of ``hstack(blocks)``.
 
-    Exact (dense SVD) for a table of at most ``_DENSE_CELLS`` cells; otherwise the
-    blocks stay sparse and the top ``n_vectors`` (at most ``_SKETCH``) directions come
-    from a randomized range finder with three power iterations, started from a fixed
-    seed (the result does not depend on it beyond rounding).
+    Exact (:func:`_top_svd`) for a table of at most ``_DENSE_CELLS`` cells; otherwise
+    the blocks stay sparse and the top ``n_vectors`` (at most ``_SKETCH``) directions
+    come from a randomized range finder with three power iterations, started from a
+    fixed seed (the result does not depend on it beyond rounding).
 
     Returns
     -------
     U : ndarray of shape (n_rows, <= n_vectors)
     sv : ndarray
-        Singular values, decreasing (only the leading ones on the sparse path).
+        Singular values, decreasing (only the leading ones on the sparse path and
+        when :func:`_top_svd` reads them from ``eigh``).
     """
     rows = blocks[0].shape[0]
     cols = sum(b.shape[1] for b in blocks)
     dense = rows * cols <= _DENSE_CELLS
     if dense:
         A = np.hstack([b.toarray() if sparse.issparse(b) else b for b in blocks])
-        U, sv, _ = np.linalg.svd(A, full_matrices=False)
+        U, sv, _ = _top_svd(A, n_vectors)
         return U[:, :n_vectors], sv
     A = sparse.hstack([sparse.csr_matrix(b) for b in blocks]).tocsr()
     width = min(min(n_vectors, _SKETCH) + 10, rows, cols)
