@@ -360,7 +360,10 @@ def _statistic_by_definition(P, p, v1, v2, a, b, both_orientations):
 
 
 @pytest.mark.parametrize("both_orientations", [True, False])
-def test_pair_statistic_and_its_influence_against_their_definitions(both_orientations):
+@pytest.mark.parametrize("n_labels", [3, 12])  # LFs' votes read densely / sparsely
+def test_pair_statistic_and_its_influence_against_their_definitions(
+    both_orientations, n_labels
+):
     # The influence function of a functional T of the pattern frequencies p is
     # d/de T((1 - e) p + e delta_u) at e = 0: checked by central differences, with
     # alphabets that differ (a label only one LF uses) and abstains.
@@ -372,7 +375,12 @@ def test_pair_statistic_and_its_influence_against_their_definitions(both_orienta
     rng = np.random.default_rng(0)
     u, kk = 40, 3
     P = np.stack(
-        [rng.integers(-1, 3, u), rng.integers(-1, 4, u), rng.integers(0, 3, u)], axis=1
+        [
+            rng.integers(-1, n_labels, u),
+            rng.integers(-1, n_labels + 1, u),
+            rng.integers(0, n_labels, u),
+        ],
+        axis=1,
     )
     p = rng.dirichlet(np.ones(u))
     v1, v2 = rng.normal(size=(u, kk)), rng.normal(size=(u, kk))

@@ -59,6 +59,8 @@ _EXTRA_FEATURES = 2
 # directions are then found by a randomized range finder, at most _SKETCH of them.
 _DENSE_CELLS = 1 << 18
 _SKETCH = 64
+# LFs with at most this many values (abstain included) group sums by dense products.
+_DENSE_VALUES = 8
 # Kept singular values at least this share of the largest: read from eigh of M M^T.
 _EIGH_RATIO = 1e-4
 
@@ -84,17 +86,17 @@ class _Votes:
         self.n = float(counts.sum())
         self.vals: list[np.ndarray] = []
         self.codes: list[np.ndarray] = []
-        self._by_value: list[sparse.csr_matrix] = []
+        self._by_value: list[Any] = []
         u = patterns.shape[0]
         for c in range(patterns.shape[1]):
             v, inv = np.unique(patterns[:, c], return_inverse=True)
             inv = inv.ravel()
             self.vals.append(v)
             self.codes.append(inv)
-            # (s_c, n_patterns): sums over the patterns grouped by LF c's value
-            self._by_value.append(
-                sparse.csr_matrix((np.ones(u), (inv, np.arange(u))), shape=(v.size, u))
-            )
+            # (s_c, n_patterns): sums over the patterns grouped by LF c's value;
+            # dense for a few values, where a BLAS product beats the sparse one
+            by = sparse.csr_matrix((np.ones(u), (inv, np.arange(u))), shape=(v.size, u))
+            self._by_value.append(by.toarray() if v.size <= _DENSE_VALUES else by)
 
     @property
     def m(self) -> int:
