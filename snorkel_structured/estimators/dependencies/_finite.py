@@ -147,6 +147,28 @@ class _Votes:
         return table
 
 
+def _top_svd(M: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Singular triplets of M, at least its top k: (U, sv, Vt) as ``np.linalg.svd``.
+
+    From ``eigh`` of the smaller Gram matrix when the k-th singular value is above
+    ``_EIGH_RATIO`` times the first (then only the top k are returned): squaring
+    costs each kept direction about ``eps / ratio^2`` of accuracy, 1e-8 at worst,
+    for half the time of an SVD. Otherwise, where squaring would lose directions
+    near the rank cut, an SVD.
+    """
+    tall = M.shape[0] > M.shape[1]
+    A = M.T if tall else M
+    kk = min(k, A.shape[0])
+    if kk > 0:
+        ev, U = np.linalg.eigh(A @ A.T)
+        ev, U = ev[::-1][:kk], U[:, ::-1][:, :kk]
+        if ev[0] > 0 and ev[-1] > _EIGH_RATIO**2 * ev[0]:
+            sv = np.sqrt(ev)
+            Vt = (U.T @ A) / sv[:, None]
+            return (Vt.T, sv, U.T) if tall else (U, sv, Vt)
+    return np.linalg.svd(M, full_matrices=False)
+
+
 def _top_singular(blocks: list[Any], n_vectors: int) -> tuple[np.ndarray, np.ndarray]:
     """Top left singular vectors and singular values of ``hstack(blocks)``.
 
@@ -377,28 +399,6 @@ class _FoldFeatures:
                     (self.Z[:, c2] @ Uk[:, :kk]) * scale,
                 )
         return self._bases[key]
-
-
-def _top_svd(M: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Singular triplets of M, at least its top k: (U, sv, Vt) as ``np.linalg.svd``.
-
-    From ``eigh`` of the smaller Gram matrix when the k-th singular value is above
-    ``_EIGH_RATIO`` times the first (then only the top k are returned): squaring
-    costs each kept direction about ``eps / ratio^2`` of accuracy, 1e-8 at worst,
-    for half the time of an SVD. Otherwise, where squaring would lose directions
-    near the rank cut, an SVD.
-    """
-    tall = M.shape[0] > M.shape[1]
-    A = M.T if tall else M
-    kk = min(k, A.shape[0])
-    if kk > 0:
-        ev, U = np.linalg.eigh(A @ A.T)
-        ev, U = ev[::-1][:kk], U[:, ::-1][:, :kk]
-        if ev[0] > 0 and ev[-1] > _EIGH_RATIO**2 * ev[0]:
-            sv = np.sqrt(ev)
-            Vt = (U.T @ A) / sv[:, None]
-            return (Vt.T, sv, U.T) if tall else (U, sv, Vt)
-    return np.linalg.svd(M, full_matrices=False)
 
 
 def _inverse(C: np.ndarray) -> np.ndarray:
