@@ -11,19 +11,20 @@ two ways this stage guards against:
   theta_a(s) = mean + (1 - s) (theta_a - mean), s = 1 being the unweighted vote, so
   estimation noise cannot make the model lose to unweighted voting.
 
-One contender family is chosen by AIC among loose fits of every family on all rows
-(the paper's family, p = 1, and each with outliers; the outlier family is fitted only
-when an estimate of its gain from one E-step could pay its cost); the contender and
-the paper's family, at every shrinkage, are then compared by held-out likelihood. The
-vote-pattern counts are split in two by binomial thinning (each row goes to one half at random, so
+One contender family is chosen by AIC among loose fits of every family on all rows (the
+paper's family, p = 1, and each with outliers; the outlier family is fitted only when an
+estimate of its gain from one E-step could pay its cost); the contender and the paper's
+family, at every shrinkage, are then compared by held-out likelihood. The vote-pattern
+counts are split in two by binomial thinning (each row goes to one half at random, so
 the halves are independent samples of the same data); each candidate is fitted on one
-half and scored on the other, both ways. The score is the pseudo-likelihood of agreements (each vote given
-the other LFs' outputs, :meth:`_Problem.conditional_loglik`) or, when labeled rows
-are given, the posterior's expected distance to their labels. An outlier vote on the
-held-out half is scored with the LF's vote distribution of the fitting half. Without
-labels, a family other than the paper's must gain two standard errors of the paired
-per-row held-out difference over the best of the paper's family; with labeled rows,
-their score may overrule the votes' choice by two standard errors likewise.
+half and scored on the other, both ways. The score is the pseudo-likelihood of
+agreements (each vote given the other LFs' outputs, :meth:`_Problem.conditional_loglik`)
+or, when labeled rows are given, the posterior's expected distance to their labels. An
+outlier vote on the held-out half is scored with the LF's vote distribution of the
+fitting half. Without labels, a family other than the paper's must gain two standard
+errors of the paired per-row held-out difference over the best of the paper's family;
+with labeled rows, their score may overrule the votes' choice by two standard errors
+likewise.
 """
 
 from __future__ import annotations

@@ -95,8 +95,14 @@ class _Votes:
             self.codes.append(inv)
             # (s_c, n_patterns): sums over the patterns grouped by LF c's value;
             # dense for a few values, where a BLAS product beats the sparse one
-            by = sparse.csr_matrix((np.ones(u), (inv, np.arange(u))), shape=(v.size, u))
-            self._by_value.append(by.toarray() if v.size <= _DENSE_VALUES else by)
+            if v.size <= _DENSE_VALUES:
+                by: Any = np.zeros((v.size, u))
+                by[inv, np.arange(u)] = 1.0
+            else:
+                by = sparse.csr_matrix(
+                    (np.ones(u), (inv, np.arange(u))), shape=(v.size, u)
+                )
+            self._by_value.append(by)
 
     @property
     def m(self) -> int:
