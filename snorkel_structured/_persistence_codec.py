@@ -51,8 +51,8 @@ def _registry() -> dict[str, _Codec]:
         ManifoldStats,
     )
     from snorkel_structured.estimators._stats import VoteStats
+    from snorkel_structured.estimators._support_posterior import SupportPosterior
     from snorkel_structured.estimators.robust_manifold import OutlierBackground
-    from snorkel_structured.label_model._posterior import _SupportPosterior
     from snorkel_structured.noise.manifold import RiemannianGaussian, WrappedNormal
     from snorkel_structured.rankings.estimate import RankingStats
 
@@ -68,15 +68,20 @@ def _registry() -> dict[str, _Codec]:
         codecs.append(_Codec(cls, names, lambda kw, cls=cls: cls(**kw)))
     codecs.append(
         _Codec(
-            _SupportPosterior,
+            SupportPosterior,
             ("table", "log_prior", "support", "r", "groups"),
-            lambda kw: _SupportPosterior(**kw),
+            lambda kw: SupportPosterior(**kw),
             optional=("groups",),
         )
     )
     for cls in (WrappedNormal, RiemannianGaussian):
         codecs.append(_Codec(cls, ("space",), lambda kw, cls=cls: cls(kw["space"])))
-    return {_qualname(c.cls): c for c in codecs}
+    registry = {_qualname(c.cls): c for c in codecs}
+    # files written before the posterior table moved down to the estimators
+    registry["snorkel_structured.label_model._posterior._SupportPosterior"] = registry[
+        _qualname(SupportPosterior)
+    ]
+    return registry
 
 
 def _warning_categories() -> dict[str, type[Warning]]:

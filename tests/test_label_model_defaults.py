@@ -605,7 +605,7 @@ def test_least_expected_cost_ties_are_decided_by_the_votes_not_the_rounding():
     # tables (what numerically equivalent fits differ by), either way, must not
     # decide the answer; it is a function of the votes, and over many vote rows
     # that tie it is not always the same label.
-    from snorkel_structured.label_model._posterior import _SupportPosterior
+    from snorkel_structured.estimators._support_posterior import SupportPosterior
 
     acc = np.log(np.array([[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]]))
     L = np.array(
@@ -622,7 +622,7 @@ def test_least_expected_cost_ties_are_decided_by_the_votes_not_the_rounding():
         table = np.zeros((4, 4, 3))  # [a, vote + 1, label]; row 0: abstain
         table[:, 1:, :] = acc
         table[1, vote + 1, vote] += 1e-14
-        post = _SupportPosterior(table, np.log(np.full(3, 1 / 3)), np.arange(3), 3)
+        post = SupportPosterior(table, np.log(np.full(3, 1 / 3)), np.arange(3), 3)
         logp, inverse = post.log_proba(L)
         expected = np.exp(logp[inverse]) @ cost  # brute force, per row of L
         n_least = (expected < expected.min(axis=1, keepdims=True) + 1e-12).sum(1)

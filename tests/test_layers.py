@@ -49,3 +49,15 @@ def test_persistence_does_not_import_the_package_init():
     # "from snorkel_structured import X" or "import snorkel_structured" reads the
     # package's __init__ (which re-exports the label models): an upward import.
     assert "snorkel_structured" not in set(_imports(ROOT / "_persistence.py"))
+
+
+@pytest.mark.parametrize("name", ["_persistence.py", "_persistence_codec.py"])
+def test_persistence_does_not_import_the_models_it_saves(name):
+    # The models import persistence (their save/load); the format's registry of
+    # stored classes names only the numerical core's.
+    upward = [
+        imported
+        for imported in _imports(ROOT / name)
+        if any(imported == top or imported.startswith(top + ".") for top in UPPER)
+    ]
+    assert upward == [], f"{name} imports {upward}"

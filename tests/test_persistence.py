@@ -246,6 +246,39 @@ def test_class_names_in_the_header_are_not_imported(structured_lm, tmp_path):
         ss.StructuredLabelModel(structured_lm.space).load(path)
 
 
+_OLD_POSTERIOR = "snorkel_structured.label_model._posterior._SupportPosterior"
+
+
+def test_files_naming_the_posterior_at_its_old_place_still_load(
+    ranks, structured_lm, tmp_path
+):
+    # The posterior table moved from label_model/ down to estimators/; archives and
+    # pickles written before name it at its old place.
+    path = tmp_path / "old_place.model"
+    structured_lm.save(path)
+    header, arrays = _read(path)
+    now = header["state"]["_posterior"]["class"]
+    assert now != _OLD_POSTERIOR
+    header["state"]["_posterior"]["class"] = _OLD_POSTERIOR
+    _write(path, header, arrays)
+    fresh = ss.StructuredLabelModel(ranks.space).load(path)
+    np.testing.assert_array_equal(
+        fresh.predict_proba(ranks.L), structured_lm.predict_proba(ranks.L)
+    )
+    # protocol 2 names classes as text lines "module\nname\n"
+    (module, name), (old_module, old_name) = (
+        c.rsplit(".", 1) for c in (now, _OLD_POSTERIOR)
+    )
+    raw = pickle.dumps(structured_lm, protocol=2)
+    assert f"{module}\n{name}\n".encode() in raw
+    raw = raw.replace(
+        f"{module}\n{name}\n".encode(), f"{old_module}\n{old_name}\n".encode()
+    )
+    np.testing.assert_array_equal(
+        pickle.loads(raw).predict_proba(ranks.L), structured_lm.predict_proba(ranks.L)
+    )
+
+
 def test_trusted_old_pickle_files_still_load(ranks, structured_lm, tmp_path):
     path = tmp_path / "old.pkl"
     with open(path, "wb") as f:  # what save wrote before the safe format

@@ -49,11 +49,11 @@ from snorkel_structured import _warnings
 from snorkel_structured.estimators._em_core import _EPS_MIN, _Problem, _run_em
 from snorkel_structured.estimators._noise_kernel import _SqDists, support_log_table
 from snorkel_structured.estimators._stats import VoteStats
-from snorkel_structured.exceptions import IdentifiabilityWarning
-from snorkel_structured.label_model._posterior import (
-    _SupportPosterior,
+from snorkel_structured.estimators._support_posterior import (
+    SupportPosterior,
     least_cost_ties,
 )
+from snorkel_structured.exceptions import IdentifiabilityWarning
 
 __all__ = [
     "DevChoice",
@@ -181,7 +181,7 @@ def _row_losses(
     ``D_T`` is (k, r): distances from the support's labels to every label; ``y_pos``
     the labels' positions in the support.
     """
-    post = _SupportPosterior(table, log_prior, T, D_T.shape[1], groups)
+    post = SupportPosterior(table, log_prior, T, D_T.shape[1], groups)
     logp, inverse = post.log_proba(post.check(P))
     tied = least_cost_ties(np.exp(logp) @ D_T)[inverse]  # (n, r)
     return (tied * D_T[y_pos]).sum(axis=1) / tied.sum(axis=1)

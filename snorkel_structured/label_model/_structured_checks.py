@@ -20,9 +20,7 @@ from snorkel_structured._validation import (
     check_seed,
 )
 from snorkel_structured.estimators._stats import VoteStats, _count_patterns
-from snorkel_structured.label_model._posterior import (
-    _SupportPosterior,
-)
+from snorkel_structured.estimators._support_posterior import SupportPosterior
 from snorkel_structured.label_model._snorkel_compat import (
     check_class_balance,
     check_dev_classes,
@@ -118,7 +116,7 @@ class StructuredChecks:
         if fixed is not None:
             check_state_array(fixed, "_fixed_prior", (r,), low=0)
         state_attr(self, "_labeled", (tuple, type(None)))
-        post = state_attr(self, "_posterior", _SupportPosterior)
+        post = state_attr(self, "_posterior", SupportPosterior)
         k = support.size
         if post.r != r or not np.array_equal(post.support, support):
             raise ValueError(

@@ -27,6 +27,7 @@ from snorkel_structured.estimators._em_core import _Problem
 from snorkel_structured.estimators._noise_family import SHRINK_GRID
 from snorkel_structured.estimators._noise_kernel import _SqDists
 from snorkel_structured.estimators._stats import VoteStats, _count_patterns
+from snorkel_structured.estimators._support_posterior import SupportPosterior
 from snorkel_structured.estimators.em import (
     CHOICE_ROWS,
     chooses_on_a_sample,
@@ -48,10 +49,7 @@ from snorkel_structured.label_model._dev_choice import (
     posterior_table,
 )
 from snorkel_structured.label_model._noise_aware_methods import NoiseAwareMethods
-from snorkel_structured.label_model._posterior import (
-    PosteriorMethods,
-    _SupportPosterior,
-)
+from snorkel_structured.label_model._posterior import PosteriorMethods
 from snorkel_structured.label_model._snorkel_compat import (
     check_prec_init_shape,
     check_train_options,
@@ -787,7 +785,7 @@ class StructuredLabelModel(
             alpha=self.abstain_[:, T] if self.abstain_dependent_ else None,
         )
         self.lf_groups_ = lf_groups
-        self._posterior = _SupportPosterior(
+        self._posterior = SupportPosterior(
             table, np.log(self.prior_[T]), T, r, pattern_groups
         )
         sample = _warning_sample(stats)
