@@ -655,17 +655,12 @@ def mle_estimate(
         )
         msgs.append(msg)
         _warnings.warn(msg, IdentifiabilityWarning, stacklevel=2)
-    fit = EMFit(
-        fit.w,
-        fit.theta,
-        fit.alpha,
-        prob.loglik(
-            np.log(np.maximum(fit.w, 1e-300)), fit.theta, T, fit.alpha, fit.eps
-        ),
-        fit.n_iter,
-        fit.converged,
-        fit.eps,
+    # One E-step at the final parameters gives both their log-likelihood (theta may
+    # have been shrunk since EM computed it) and the posterior the check below reads.
+    R, ll = prob.e_step(
+        np.log(np.maximum(fit.w, 1e-300)), fit.theta, T, fit.alpha, fit.eps
     )
+    fit = EMFit(fit.w, fit.theta, fit.alpha, ll, fit.n_iter, fit.converged, fit.eps)
     if not fit.converged:
         msg = (
             f"EM stopped at max_iter={max_iter} before the log-likelihood changed by less "
@@ -677,9 +672,6 @@ def mle_estimate(
     # Never wrong: theta at its cap, or the LF's votes at less than one unit of squared
     # distance in all from the labels the model gives their rows (the prior on theta
     # keeps theta below the cap then).
-    R, _ = prob.e_step(
-        np.log(np.maximum(fit.w, 1e-300)), fit.theta, T, fit.alpha, fit.eps
-    )
     vote_sq = prob.vote_moments(R, T)[1].sum(axis=1)
     unit_sq = prob.sq.unit ** (2.0 / prob.sq.power)  # smallest positive d^2
     never_wrong = (np.atleast_2d(th.T).T >= 0.999 * prob.sq.theta_max).any(axis=1) | (
