@@ -564,7 +564,7 @@ def test_support_swaps_each_gain_more_than_the_search_tolerance(monkeypatch):
     negligible mass back and forth, refitting 57 times for gains of 0 to 4e-5 nats.
     """
     import snorkel_structured.estimators._support_search as search
-    import snorkel_structured.estimators.em as em
+    import snorkel_structured.estimators._em_choices as choices
 
     space = ss.Permutations(7)
     centers = np.sort(np.random.default_rng(0).choice(len(space), 3, replace=False))
@@ -590,7 +590,7 @@ def test_support_swaps_each_gain_more_than_the_search_tolerance(monkeypatch):
         finally:
             monkeypatch.setattr(search, "_run_em", run_em)
 
-    monkeypatch.setattr(em, "_swap", watched_swap)
+    monkeypatch.setattr(choices, "_swap", watched_swap)
     lm = ss.StructuredLabelModel(space, seed=0, prior_support="search")
     lm.fit(data.L, progress_bar=False)
     assert set(lm.support_) == set(centers)

@@ -361,7 +361,7 @@ def test_silenced_labels_match_the_posterior_mode_by_hand(prior):
     exp(-theta_a d^2(v, y)) / Z_a on three classes (d^2 = 1 between classes)."""
     from snorkel_structured.estimators._em_core import EMFit, _Problem
     from snorkel_structured.estimators._noise_kernel import _SqDists
-    from snorkel_structured.estimators.em import silenced_labels
+    from snorkel_structured.estimators._em_choices import silenced_labels
 
     rng = np.random.default_rng(0)
     L = rng.integers(-1, 3, size=(300, 4))
