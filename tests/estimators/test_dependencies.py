@@ -401,6 +401,97 @@ def test_pair_statistic_and_its_influence_against_their_definitions(
     assert p @ influence == pytest.approx(0.0, abs=1e-12)
 
 
+@pytest.mark.parametrize("both_orientations", [True, False])
+def test_second_moment_statistic_and_influence_against_their_definitions(
+    both_orientations,
+):
+    # The small-alphabet path reads the statistic off the second moments M of the
+    # stacked one-hot votes z, and its influence at a pattern as z^T G z - diff:
+    # both against the definition (a loop over the shared labels) and central
+    # differences of it. LF 1 has a label LF 0 never uses; abstains everywhere.
+    from snorkel_structured.estimators.dependencies._finite import _inverse
+    from snorkel_structured.estimators.dependencies._finite_onehot import (
+        OneHotFold,
+        pair_quadratic_form,
+    )
+
+    rng = np.random.default_rng(3)
+    u, kk, n_labels = 60, 2, 3
+    P = np.stack(
+        [rng.integers(-1, n_labels + (c == 1), u) for c in range(5)], axis=1
+    )  # a = 0, b = 1, halves O1 = {2, 3}, O2 = {4}
+    vals = [np.unique(P[:, c]) for c in range(5)]
+    codes = [np.searchsorted(vals[c], P[:, c]) for c in range(5)]
+    starts = np.concatenate([[0], np.cumsum([v.size for v in vals])[:-1]])
+    Z = np.hstack([np.eye(v.size)[code] for v, code in zip(vals, codes, strict=True)])
+    cols = [starts[c] + np.arange(vals[c].size) for c in range(5)]
+    F1, F2 = np.zeros((Z.shape[1], kk)), np.zeros((Z.shape[1], kk))
+    F1[np.concatenate(cols[2:4])] = rng.normal(size=(cols[2].size + cols[3].size, kk))
+    F2[cols[4]] = rng.normal(size=(cols[4].size, kk))
+    shared = np.intersect1d(vals[0], vals[1])
+    shared = shared[shared != -1]
+    rows_a = cols[0][np.searchsorted(vals[0], shared)]
+    rows_b = cols[1][np.searchsorted(vals[1], shared)]
+
+    def statistic(q):
+        M = Z.T @ (Z * q[:, None])
+        return pair_quadratic_form(
+            M, F1, F2, rows_a, rows_b, both_orientations, _inverse
+        )
+
+    p = rng.dirichlet(np.ones(u))
+    diff, G = statistic(p)
+    v1, v2 = Z @ F1, Z @ F2
+    assert diff == pytest.approx(
+        _statistic_by_definition(P, p, v1, v2, 0, 1, both_orientations), abs=1e-12
+    )
+    influence = OneHotFold(codes, [v.size for v in vals]).quadratic_forms(G[None])[:, 0]
+    influence = influence - diff
+    eps = 1e-6
+    for row in range(u):
+        step = eps * (np.eye(u)[row] - p)
+        up, down = (statistic(q)[0] for q in (p + step, p - step))
+        assert influence[row] == pytest.approx((up - down) / (2 * eps), abs=1e-6)
+    assert p @ influence == pytest.approx(0.0, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    "case", ["independent k=2", "copies k=3", "copies k=4", "sparse k=3"]
+)
+def test_second_moment_path_equals_the_per_pattern_path(case, monkeypatch):
+    # Small alphabets take the second-moment path; the per-pattern path (every
+    # space's) is the reference: the same flags, z and predictions to rounding,
+    # through forward selection rounds that change the halves.
+    from snorkel_structured.estimators.dependencies import _finite
+
+    kind, k = case.split(" k=")
+    k = int(k)
+    space = ss.Discrete(k)
+    rng = np.random.default_rng(k)
+    L = _independent_votes(
+        space, 4000, 8, seed=k, abstain=0.7 if kind == "sparse" else 0.2
+    )
+    if kind == "copies":
+        L = _copy(_copy(L, 0, 1, rng), 5, 6, rng, share=0.4)
+    calls = []
+    form = _finite.pair_quadratic_form
+    monkeypatch.setattr(
+        _finite, "pair_quadratic_form", lambda *a: calls.append(1) or form(*a)
+    )
+    frames = {}
+    for second_moments in (True, False):
+        monkeypatch.setattr(_finite, "_SECOND_MOMENTS", second_moments)
+        frames[second_moments] = detect_dependent_pairs(L, space, seed=0)
+        assert bool(calls) == second_moments  # the path taken
+        calls.clear()
+    (flags, new), (flags_ref, ref) = frames[True], frames[False]
+    assert flags == flags_ref
+    if kind == "copies":
+        assert {(0, 1), (5, 6)} <= set(flags)
+    for column in ("z", "observed", "expected"):
+        np.testing.assert_allclose(new[column], ref[column], rtol=1e-9, atol=1e-12)
+
+
 @pytest.mark.parametrize("shape", [(12, 20), (20, 12)])
 def test_top_singular_triplets_match_the_svd(shape):
     # Top-k triplets read from eigh of the smaller Gram matrix: the same singular

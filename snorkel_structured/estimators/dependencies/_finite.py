@@ -31,6 +31,12 @@ fold are applied to the other, and the two statistics are averaged. What is left
 the second-order bias of the inverse, which makes the prediction slightly too *large*
 (a conservative test: mean z -0.02 to -0.06 measured).
 
+**Small alphabets** (every LF keeps its one-hot vote: plain classes, small
+spaces): every sum above is a block of a fold's second-moment matrix of the
+stacked one-hot votes, and each influence a quadratic form in them, so all pairs'
+influences come from one sparse product per fold (:mod:`._finite_onehot`) instead
+of two dozen passes over the patterns per pair.
+
 **Standard errors.** With the features fixed, the statistic is a smooth function of
 the pattern frequencies; its influence per pattern is explicit (see
 :func:`_pair_statistic`), which gives the covariance of all pairs' statistics at
@@ -50,6 +56,10 @@ from snorkel_structured.estimators.dependencies._calibration import (
     gaussian_max_t_step,
     split_counts,
 )
+from snorkel_structured.estimators.dependencies._finite_onehot import (
+    OneHotFold,
+    pair_quadratic_form,
+)
 
 __all__ = ["estimate_n_components", "finite_test", "halves", "pairs"]
 
@@ -63,6 +73,9 @@ _SKETCH = 64
 _DENSE_VALUES = 8
 # Kept singular values at least this share of the largest: read from eigh of M M^T.
 _EIGH_RATIO = 1e-4
+# Small alphabets (one-hot features only) read the folds' second moments
+# (_finite_onehot); False: the per-pattern path for every space (a reference).
+_SECOND_MOMENTS = True
 
 
 def pairs(m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -376,7 +389,24 @@ class _FoldFeatures:
         self.gram = Z[own].T @ (Z[own] * p[own, None])
         # column-major: the halves' columns are read as whole contiguous columns
         self.Z = np.asfortranarray(Z[rows])
+        self._tops: dict[Any, Any] = {}
         self._bases: dict[Any, tuple[np.ndarray, np.ndarray] | None] = {}
+
+    def _top(self, O1: list[int], O2: list[int], k: int) -> Any:
+        """(columns of O1, of O2, right and left top-k singular vectors of their
+        cross-table, 1 / sqrt of the singular values), or None when it is zero."""
+        key = (tuple(O1), tuple(O2), k)
+        if key not in self._tops:
+            c1 = np.concatenate([self.cols[c] for c in O1])
+            c2 = np.concatenate([self.cols[c] for c in O2])
+            Uk, sv, Vkt = _top_svd(self.gram[np.ix_(c2, c1)], k)
+            if sv.size == 0 or not sv[0] > 0:
+                self._tops[key] = None
+            else:
+                kk = min(k, int((sv > 1e-10 * sv[0]).sum()))
+                scale = 1.0 / np.sqrt(sv[:kk])
+                self._tops[key] = (c1, c2, Vkt[:kk].T, Uk[:, :kk], scale)
+        return self._tops[key]
 
     def basis(
         self, O1: list[int], O2: list[int], k: int
@@ -392,19 +422,30 @@ class _FoldFeatures:
         """
         key = (tuple(O1), tuple(O2), k)
         if key not in self._bases:
-            c1 = np.concatenate([self.cols[c] for c in O1])
-            c2 = np.concatenate([self.cols[c] for c in O2])
-            Uk, sv, Vkt = _top_svd(self.gram[np.ix_(c2, c1)], k)
-            if sv.size == 0 or not sv[0] > 0:
+            top = self._top(O1, O2, k)
+            if top is None:
                 self._bases[key] = None
             else:
-                kk = min(k, int((sv > 1e-10 * sv[0]).sum()))
-                scale = 1.0 / np.sqrt(sv[:kk])
+                c1, c2, V, U, scale = top
                 self._bases[key] = (
-                    (self.Z[:, c1] @ Vkt[:kk].T) * scale,
-                    (self.Z[:, c2] @ Uk[:, :kk]) * scale,
+                    (self.Z[:, c1] @ V) * scale,
+                    (self.Z[:, c2] @ U) * scale,
                 )
         return self._bases[key]
+
+    def maps(
+        self, O1: list[int], O2: list[int], k: int
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`basis` as linear maps of all LFs' features, (D, kk) each and zero
+        off the halves' columns: ``v1 = Z F1``, ``v2 = Z F2``. None likewise."""
+        top = self._top(O1, O2, k)
+        if top is None:
+            return None
+        c1, c2, V, U, scale = top
+        F1 = np.zeros((self.gram.shape[0], V.shape[1]))
+        F2 = np.zeros_like(F1)
+        F1[c1], F2[c2] = V * scale, U * scale
+        return F1, F2
 
 
 def _inverse(C: np.ndarray) -> np.ndarray:
@@ -528,6 +569,47 @@ def _cross_fitted(
     return 0.5 * (out[0] + out[1]), scaled
 
 
+def _cross_fitted_onehot(
+    votes: _Votes,
+    feats: list[_FoldFeatures],
+    a: int,
+    b: int,
+    split: tuple[list[int], list[int]],
+    k: int,
+    both_orientations: bool,
+) -> tuple[float, list[tuple[float, np.ndarray]], list[Any]] | None:
+    """:func:`_cross_fitted` from each fold's second moments (one-hot features).
+
+    Returns
+    -------
+    diff : float
+    per_fold : list of two (diff_f, G_f)
+        Fold f's statistic and its quadratic form (:func:`pair_quadratic_form`).
+    scaled : list of two None
+        Filled by the caller with the scaled influences (n_patterns_f,).
+    """
+    va, vb = votes.vals[a], votes.vals[b]
+    ia, ib = np.nonzero((va[:, None] == vb[None, :]) & (va != ABSTAIN)[:, None])
+    cols = feats[0].cols
+    rows_a, rows_b = cols[a][ia], cols[b][ib]
+    per_fold = []
+    for stat_fold in (0, 1):
+        maps = feats[1 - stat_fold].maps(*split, k)
+        if maps is None:
+            return None
+        per_fold.append(
+            pair_quadratic_form(
+                feats[stat_fold].gram,
+                *maps,
+                rows_a,
+                rows_b,
+                both_orientations,
+                _inverse,
+            )
+        )
+    return 0.5 * (per_fold[0][0] + per_fold[1][0]), per_fold, [None, None]
+
+
 def finite_test(
     patterns: np.ndarray,
     counts: np.ndarray,
@@ -584,12 +666,23 @@ def finite_test(
         )
         for f in (0, 1)
     ]
+    # Every LF keeps its one-hot vote: the statistics from each fold's second
+    # moments, the influences as quadratic forms of the vote pairs (_finite_onehot).
+    onehot = _SECOND_MOMENTS and all(v.size <= k + _EXTRA_FEATURES for v in votes.vals)
+    if onehot:
+        sizes = [v.size for v in votes.vals]
+        fold_pairs = [OneHotFold(fold.codes, sizes) for fold in fold_votes]
+    weights = [
+        0.5 * np.sqrt(fold.counts / fold.n) / np.sqrt(fold.n) for fold in fold_votes
+    ]
     cache: dict[Any, Any] = {}
     flagged: list[tuple[int, int]] = []
     while True:
         diff = np.full(a_idx.size, np.nan)
         # influences scaled by sqrt(p_u / n) per fold: cov = sum of G_f^T G_f
         G = [np.zeros((fold.counts.size, a_idx.size)) for fold in fold_votes]
+        new: list[Any] = []  # one-hot path: keys whose influences are still to form
+        used: dict[int, Any] = {}
         for t in range(a_idx.size):
             a, b = int(a_idx[t]), int(b_idx[t])
             split = halves([c for c in range(m) if c not in (a, b)], a, b, flagged)
@@ -599,11 +692,29 @@ def finite_test(
             both_ways = not any(a in f or b in f for f in flagged)
             key = (t, tuple(split[0]), tuple(split[1]), both_ways)
             if key not in cache:  # recomputed only when a flag changes the split
-                cache[key] = _cross_fitted(fold_votes, feats, a, b, split, k, both_ways)
+                if onehot:
+                    cache[key] = _cross_fitted_onehot(
+                        votes, feats, a, b, split, k, both_ways
+                    )
+                    if cache[key] is not None:
+                        new.append(key)
+                else:
+                    cache[key] = _cross_fitted(
+                        fold_votes, feats, a, b, split, k, both_ways
+                    )
             if cache[key] is None:
                 continue
-            diff[t], scaled = cache[key]
-            G[0][:, t], G[1][:, t] = scaled
+            diff[t] = cache[key][0]
+            used[t] = key
+        for f in (0, 1) if onehot and new else ():
+            # the new pairs' influences at once: one sparse product per fold
+            forms = fold_pairs[f].quadratic_forms(
+                np.stack([cache[key][1][f][1] for key in new])
+            )
+            for i, key in enumerate(new):
+                cache[key][2][f] = (forms[:, i] - cache[key][1][f][0]) * weights[f]
+        for t, key in used.items():
+            G[0][:, t], G[1][:, t] = cache[key][-1]
         cov = G[0].T @ G[0] + G[1].T @ G[1]
         se = np.sqrt(np.diag(cov))
         with np.errstate(invalid="ignore", divide="ignore"):

@@ -1,0 +1,140 @@
+"""Finite spaces with small alphabets: the pair statistics from second moments.
+
+When every LF keeps its one-hot vote as features (at most ``k + 2`` values, abstain
+included: plain classes, small spaces), everything :func:`._finite._pair_statistic`
+sums over patterns is a block of one fold's second-moment matrix
+``M = sum_u p_u z_u z_u^T`` of the LFs' stacked one-hot votes ``z`` (``D`` columns),
+and the halves' features are linear maps of z: ``fa_u = F1^T z_u``, ``fb_u = F2^T
+z_u``. So the statistic is a function of M, and its influence at pattern u is a
+quadratic form ``z_u^T G z_u`` minus a constant, with G read off the derivative:
+
+- agreement: ``E[(a, l), (b, l)] = 1`` for the labels l both LFs use;
+- per orientation (Fa, Fb, C^-1), with ``A = M_a Fa``, ``B = M_b Fb`` (rows at the
+  shared labels) and ``K = B^T A``: ``- Fa C^-1 K C^-1 Fb^T + Fa C^-1 B_a^T +
+  A_b C^-1 Fb^T``, where ``B_a`` (``A_b``) places B's (A's) rows at LF a's (b's)
+  shared labels.
+
+No block of G pairs an LF with itself (a, b and the two halves are disjoint), so
+``z_u^T G z_u`` is a sum over LF pairs x < y of a table ``G_xy + G_yx^T`` read at
+(x's vote, y's vote): one sparse (n_patterns, sum s_x s_y) one-hot matrix of the
+patterns' vote pairs times the tables of every tested pair at once. Per pair that
+is O(D^2) work instead of two dozen passes over the patterns; measured on
+Snorkel's generator (10 LFs, k = 3) the whole test ran in about a third of the time.
+Results equal the per-pattern path to rounding (``tests``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy import sparse
+
+__all__ = ["OneHotFold", "pair_quadratic_form"]
+
+
+class OneHotFold:
+    """One fold's vote pairs as a sparse one-hot matrix, and the index maps that
+    fold a (D, D) quadratic form into tables over those pairs.
+
+    Parameters
+    ----------
+    codes : list of ndarray of int, one per LF, each of shape (n_patterns,)
+        Each pattern's vote of the LF, as its index among the LF's values.
+    sizes : sequence of int
+        Values per LF (abstain included).
+    """
+
+    def __init__(self, codes: list[np.ndarray], sizes: Any) -> None:
+        sizes = np.asarray(sizes, dtype=np.int64)
+        m, u = len(codes), codes[0].size
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        D = int(sizes.sum())
+        x, y = np.triu_indices(m, k=1)
+        widths = sizes[x] * sizes[y]
+        offsets = np.concatenate([[0], np.cumsum(widths)[:-1]])
+        cols = np.stack(
+            [
+                codes[i] * sizes[j] + codes[j] + o
+                for i, j, o in zip(x, y, offsets, strict=True)
+            ],
+            axis=1,
+        )  # (u, n_lf_pairs)
+        total = int(widths.sum())
+        self.X = sparse.csr_matrix(
+            (np.ones(cols.size), cols.ravel(), np.arange(0, cols.size + 1, x.size)),
+            shape=(u, total),
+        )
+        # Entry (v_x, v_y) of pair (x, y)'s table is G[(x, v_x), (y, v_y)] +
+        # G[(y, v_y), (x, v_x)]: positions in the flattened (D, D) G.
+        fwd, bwd = [], []
+        for i, j in zip(x, y, strict=True):
+            rx = starts[i] + np.arange(sizes[i])
+            ry = starts[j] + np.arange(sizes[j])
+            fwd.append((rx[:, None] * D + ry[None, :]).ravel())
+            bwd.append((ry[None, :] * D + rx[:, None]).ravel())
+        self.fwd = np.concatenate(fwd)
+        self.bwd = np.concatenate(bwd)
+        self.D = D
+
+    def quadratic_forms(self, G: np.ndarray) -> np.ndarray:
+        """``z_u^T G_t z_u`` for every pattern u and every (D, D) matrix G_t with no
+        block on the diagonal (an LF with itself): (n_patterns, n_t)."""
+        flat = G.reshape(G.shape[0], -1)
+        return np.asarray(self.X @ (flat[:, self.fwd] + flat[:, self.bwd]).T)
+
+
+def pair_quadratic_form(
+    M: np.ndarray,
+    F1: np.ndarray,
+    F2: np.ndarray,
+    rows_a: np.ndarray,
+    rows_b: np.ndarray,
+    both_orientations: bool,
+    inverse: Any,
+) -> tuple[float, np.ndarray]:
+    """The pair statistic of :func:`._finite._pair_statistic` from second moments.
+
+    Parameters
+    ----------
+    M : ndarray of shape (D, D)
+        The fold's second moments of the stacked one-hot votes.
+    F1, F2 : ndarray of shape (D, kk)
+        The halves' feature maps (zero off their LFs' columns).
+    rows_a, rows_b : ndarray of int of shape (n_shared,)
+        Columns of a's and b's one-hot votes at the labels both use, paired.
+    both_orientations : bool
+    inverse : callable
+        Inverse of the reduced table (``_finite._inverse``).
+
+    Returns
+    -------
+    diff : float
+        Agreement mass minus its prediction.
+    G : ndarray of shape (D, D)
+        The influence of ``diff`` at pattern u is ``z_u^T G z_u - diff``.
+    """
+    D = M.shape[0]
+    G = np.zeros((D, D))
+    agree = float(M[rows_a, rows_b].sum())
+    if rows_a.size == 0:
+        return agree, G
+    G[rows_a, rows_b] = 1.0
+    MF1, MF2 = M @ F1, M @ F2
+    Ci = inverse(F2.T @ MF1)
+    orientations = [(F1, F2, MF1, MF2, Ci)]
+    if both_orientations:
+        orientations.append((F2, F1, MF2, MF1, Ci.T))
+    share = 1.0 / len(orientations)
+    pred = 0.0
+    for Fa, Fb, MFa, MFb, Ci_o in orientations:
+        A, B = MFa[rows_a], MFb[rows_b]
+        K = B.T @ A
+        pred += share * float(np.sum(Ci_o * K.T))
+        FaC = Fa @ Ci_o  # (D, kk)
+        CFb = Ci_o @ Fb.T  # (kk, D)
+        deriv = -(FaC @ K) @ CFb
+        deriv[:, rows_a] += FaC @ B.T
+        deriv[rows_b, :] += A @ CFb
+        G -= share * deriv
+    return agree - pred, G
