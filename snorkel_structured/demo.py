@@ -34,7 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - t0
     print(f"\nLabel model fitted in {elapsed:.2f} s without any true label.")
     print(f"{'LF':>4} {'true E[d^2]':>12} {'estimate':>10} {'abs error':>10}")
-    for a, (t, e) in enumerate(zip(data.expected_sq_dist, lm.expected_sq_dist_)):
+    for a, (t, e) in enumerate(
+        zip(data.expected_sq_dist, lm.expected_sq_dist_, strict=True)
+    ):
         print(f"{a:>4} {t:12.4f} {e:10.4f} {abs(t - e):10.4f}")
     acc = float(np.mean(lm.predict(data.L) == data.Y))
     best_lf = max(

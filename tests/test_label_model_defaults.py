@@ -15,12 +15,12 @@ from snorkel_structured.estimators._em_core import EMFit, _Problem, pattern_weig
 from snorkel_structured.estimators._noise_kernel import _SqDists
 from snorkel_structured.estimators._stats import VoteStats
 from snorkel_structured.exceptions import IdentifiabilityWarning
-from snorkel_structured.label_model._dev_choice import DEV_MIN_SE
-from snorkel_structured.label_model.structured import (
+from snorkel_structured.label_model._closing_checks import (
     ONE_ANSWER_SHARE,
-    PRIOR_PSEUDO_COUNT,
     _warning_sample,
 )
+from snorkel_structured.label_model._dev_choice import DEV_MIN_SE
+from snorkel_structured.label_model.structured import PRIOR_PSEUDO_COUNT
 
 
 def _noisy_copy(rng, Y, accuracy, r):
@@ -563,8 +563,8 @@ def test_support_swaps_each_gain_more_than_the_search_tolerance(monkeypatch):
     On ``Permutations(7)`` (3,000 rows, three centers) it used to move labels of
     negligible mass back and forth, refitting 57 times for gains of 0 to 4e-5 nats.
     """
-    import snorkel_structured.estimators._support_search as search
     import snorkel_structured.estimators._em_choices as choices
+    import snorkel_structured.estimators._support_search as search
 
     space = ss.Permutations(7)
     centers = np.sort(np.random.default_rng(0).choice(len(space), 3, replace=False))

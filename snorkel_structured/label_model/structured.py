@@ -17,25 +17,21 @@ from snorkel_structured._persistence import (
     PersistenceMixin,
 )
 from snorkel_structured._validation import (
-    ABSTAIN,
     check_label_matrix,
     check_scalar,
     check_seed,
 )
-from snorkel_structured.estimators._agreement import excess_agreement_z
 from snorkel_structured.estimators._em_core import _Problem
 from snorkel_structured.estimators._noise_family import SHRINK_GRID
 from snorkel_structured.estimators._noise_kernel import _SqDists
 from snorkel_structured.estimators._stats import VoteStats, _count_patterns
 from snorkel_structured.estimators._support_posterior import SupportPosterior
 from snorkel_structured.estimators.em import (
-    CHOICE_ROWS,
-    chooses_on_a_sample,
-    em_refine,
     mle_estimate,
 )
-from snorkel_structured.estimators.uws import uws_expected_sq_dist
+from snorkel_structured.estimators.uws_finite import uws_fit
 from snorkel_structured.exceptions import IdentifiabilityWarning
+from snorkel_structured.label_model._closing_checks import ClosingChecks
 from snorkel_structured.label_model._dependency_groups import (
     DEPENDENCE_MIN_EXCESS,
     DEPENDENCE_MIN_RATIO,
@@ -60,7 +56,6 @@ from snorkel_structured.label_model._structured_checks import (
 )
 from snorkel_structured.noise.finite import (
     expected_sq_dist,
-    theta_from_expected_sq_dist,
 )
 from snorkel_structured.spaces.finite import DENSE_MAX_LABELS as _DENSE_MAX
 from snorkel_structured.spaces.finite import Discrete, FiniteMetricSpace
@@ -73,25 +68,8 @@ PRIOR_PSEUDO_COUNT = 0.5
 # dependencies="auto" tests a random thinning of the rows down to this many (as
 # many as the EM choices read, em.CHOICE_ROWS).
 DETECT_MAX_ROWS = 10_000
-# The fit's closing checks (chance agreement, one answer) first read a random
-# CHOICE_ROWS of the rows when there are more rows and patterns than the EM choices
-# read whole; only a sample that lands within this margin of a threshold (shares of
-# rows or votes, +-0.005 at one standard error on 10,000 rows) is checked on all rows.
-_SAMPLE_MARGIN = 0.05
-# fit warns when one label is the MAP of at least this share of the voted rows (of
-# at least ONE_ANSWER_MIN_ROWS) while under half of the votes name it.
-ONE_ANSWER_SHARE = 0.9
-ONE_ANSWER_MIN_ROWS = 50
-
 # Snorkel's BaseLabeler, without the torch import of Snorkel's model package.
 BaseLabeler = snorkel_base_labeler()
-
-
-def _warning_sample(stats: VoteStats) -> VoteStats:
-    """A random CHOICE_ROWS of the rows of large ``stats`` (seeded), else ``stats``."""
-    if not chooses_on_a_sample(stats):
-        return stats
-    return stats.thinned(CHOICE_ROWS / stats.n_samples, np.random.default_rng(11))
 
 
 def _chunk_stats(
@@ -137,7 +115,12 @@ def _moments(
 
 
 class StructuredLabelModel(
-    StructuredChecks, NoiseAwareMethods, PosteriorMethods, PersistenceMixin, BaseLabeler
+    StructuredChecks,
+    ClosingChecks,
+    NoiseAwareMethods,
+    PosteriorMethods,
+    PersistenceMixin,
+    BaseLabeler,
 ):
     """Label model for labels in a finite metric space (rankings, tree nodes, classes).
 
@@ -725,8 +708,14 @@ class StructuredLabelModel(
                 expected, abstain, noise_model = None, None, {}
                 power, eps, log_h = 2.0, None, None
             else:
-                prior, theta, ll = self._fit_uws(
-                    stats, S, fixed, support, max_iter, tol
+                prior, theta, ll = uws_fit(
+                    stats,
+                    S,
+                    prior=fixed,
+                    support=support,
+                    dependencies=self._dependencies,
+                    max_iter=max_iter,
+                    tol=tol,
                 )
                 expected, abstain, noise_model = None, None, {}
                 power, eps, log_h = 2.0, None, None
@@ -788,9 +777,7 @@ class StructuredLabelModel(
         self._posterior = SupportPosterior(
             table, np.log(self.prior_[T]), T, r, pattern_groups
         )
-        sample = _warning_sample(stats)
-        self._warn_if_chance_agreement(stats, sample)
-        self._warn_if_one_answer(stats, sample)
+        self._closing_checks(stats)
         return self
 
     def _powers(self) -> tuple[float, ...]:
@@ -799,127 +786,3 @@ class StructuredLabelModel(
             return (float(self.noise_power),)
         # Distances in {0, 1} (classes): d^1 = d^2, one family.
         return (2.0,) if isinstance(self.space, Discrete) else (1.0, 2.0)
-
-    def _warn_if_chance_agreement(self, stats: VoteStats, sample: VoteStats) -> None:
-        """Warn when no pair of LFs agrees more than independent votes would.
-
-        ``sample``: ``stats`` or a random sample of its rows, read first."""
-
-        def largest_excess(st: VoteStats) -> tuple[float, float] | None:
-            return excess_agreement_z(
-                st.patterns,
-                st.counts,
-                self.space.squared_distance_rows,
-                len(self.space),
-            )
-
-        found = largest_excess(sample)
-        if sample is not stats and (found is None or found[0] < found[1]):
-            # a sample's excess in standard errors is about sqrt(sample / all) of
-            # the whole data's: one that passes on the sample passes on all rows
-            found = largest_excess(stats)
-        if found is not None and found[0] < found[1]:
-            _warnings.warn(
-                "No two LFs agree more than independent votes with the same "
-                f"frequencies would (largest excess agreement {found[0]:.1f} standard "
-                f"errors, {found[1]:.1f} needed): the votes cannot tell how accurate "
-                "the LFs are, so their weights rest on no evidence. If the LFs should "
-                "copy the truth with noise, check them on a few rows; label a few rows "
-                "(L_dev, Y_dev) to let them choose.",
-                IdentifiabilityWarning,
-                stacklevel=3,
-            )
-
-    def _one_answer(self, stats: VoteStats) -> tuple[float, int, float] | None:
-        """The share of voted rows given the most predicted label, that label, and
-        the share of votes that name it; None below ONE_ANSWER_MIN_ROWS voted rows."""
-        P, c = np.asarray(stats.patterns), np.asarray(stats.counts, dtype=np.float64)
-        voted = (P != ABSTAIN).any(axis=1)
-        if c[voted].sum() < ONE_ANSWER_MIN_ROWS:
-            return None
-        logp, inverse = self._posterior.log_proba(P[voted])
-        mode = np.bincount(
-            np.argmax(logp, axis=1)[inverse],
-            weights=c[voted],
-            minlength=self.support_.size,
-        )
-        share = mode.max() / c[voted].sum()
-        label = int(self.support_[int(np.argmax(mode))])
-        votes_for = float((c[voted, None] * (P[voted] == label)).sum())
-        vote_share = votes_for / float((c[voted, None] * (P[voted] != ABSTAIN)).sum())
-        return float(share), label, vote_share
-
-    def _warn_if_one_answer(self, stats: VoteStats, sample: VoteStats) -> None:
-        """Warn when the fitted model gives one label to nearly every voted row
-        although the LFs' votes do not agree on it (read on ``sample`` first)."""
-        found = self._one_answer(sample)
-        if sample is not stats and (
-            found is not None
-            and found[0] >= ONE_ANSWER_SHARE - _SAMPLE_MARGIN
-            and found[2] < 0.5 + _SAMPLE_MARGIN
-        ):
-            found = self._one_answer(stats)  # near the thresholds: on all rows
-        if found is None:
-            return
-        share, label, vote_share = found
-        if share >= ONE_ANSWER_SHARE and vote_share < 0.5:
-            _warnings.warn(
-                f"The label model predicts label {label} for {share:.0%} of the "
-                f"voted rows, although only {vote_share:.0%} of the votes name it: "
-                "the LFs' agreements did not identify their accuracies (noise-level "
-                "LFs, or a prior that swamps them). Check the LFs on a few rows, try "
-                "prior_support='all' or shrinkage=1, or label a few rows (L_dev, Y_dev).",
-                IdentifiabilityWarning,
-                stacklevel=3,
-            )
-
-    def _fit_uws(
-        self,
-        stats: VoteStats,
-        S: np.ndarray,
-        fixed: np.ndarray | None,
-        support: np.ndarray | None,
-        max_iter: int,
-        tol: float,
-    ) -> tuple[np.ndarray, np.ndarray, float]:
-        m, r = stats.n_lfs, len(self.space)
-        P, c = np.asarray(stats.patterns), np.asarray(stats.counts)
-        M = np.full((m, m), np.nan)
-        for a in range(m):  # m^2 / 2 vectorized sums over patterns
-            for b in range(a + 1, m):
-                keep = (P[:, a] != ABSTAIN) & (P[:, b] != ABSTAIN)
-                w = c[keep]
-                if w.sum() > 0:
-                    M[a, b] = M[b, a] = (w @ S[P[keep, a], P[keep, b]]) / w.sum()
-        np.fill_diagonal(M, 0.0)
-        for a, b in self._dependencies:  # not the additive distance of independent LFs
-            M[a, b] = M[b, a] = np.nan
-        e = uws_expected_sq_dist(M)
-        bad = ~np.isfinite(e) | (e < 0)
-        if bad.any():
-            _warnings.warn(
-                f"UWS could not estimate E[d^2] for LFs {np.flatnonzero(bad).tolist()} "
-                "(no fully observed triplet, or additivity badly violated); treated as "
-                "the most accurate possible.",
-                IdentifiabilityWarning,
-                stacklevel=4,
-            )
-            e = np.where(np.isfinite(e), np.maximum(e, 0.0), 0.0)
-        base = fixed if fixed is not None else np.full(r, 1.0 / r)
-        theta = theta_from_expected_sq_dist(S, e, base)
-        if fixed is not None:
-            return fixed, theta, float("nan")
-        T = np.arange(r) if support is None else support
-        p0 = np.zeros(r)
-        p0[T] = 1.0 / T.size
-        est = em_refine(
-            stats,
-            S,
-            theta=theta,
-            prior=p0,
-            support=T,
-            fixed_theta=True,
-            max_iter=max_iter,
-            tol=tol,
-        )
-        return est.prior, theta, est.log_likelihood

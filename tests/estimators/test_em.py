@@ -359,9 +359,9 @@ def test_silenced_labels_match_the_posterior_mode_by_hand(prior):
     """A label is silenced when some row's voting LFs all give it and no row's
     posterior mode is it; the mode written from the model, P(v | y) =
     exp(-theta_a d^2(v, y)) / Z_a on three classes (d^2 = 1 between classes)."""
+    from snorkel_structured.estimators._em_choices import silenced_labels
     from snorkel_structured.estimators._em_core import EMFit, _Problem
     from snorkel_structured.estimators._noise_kernel import _SqDists
-    from snorkel_structured.estimators._em_choices import silenced_labels
 
     rng = np.random.default_rng(0)
     L = rng.integers(-1, 3, size=(300, 4))
