@@ -325,8 +325,9 @@ class _Problem:
         hundreds of nodes) its m u k cells per EM step beat the tables' m r k,
         which take more passes (``_MIX_FACTOR``). The share is
         (1 - eps) P_theta / mixture, the part of a vote the noise model explains
-        (the M-step's weight); the mixture is 0 where the LF abstained. None when
-        the tables are cheaper, or votes carry group weights.
+        (the M-step's weight; 0 where the LF abstained); the log mixture is 0 where
+        the LF abstained. None when the tables are cheaper, or votes carry group
+        weights.
         """
         if self.pw is not None or self.u > _MIX_FACTOR * (self.r + 1):
             return None
@@ -344,14 +345,19 @@ class _Problem:
         votes = np.maximum(self.P, 0).T  # (m, u)
         with np.errstate(under="ignore"):
             h = np.exp(np.take_along_axis(self.log_h, votes, axis=1))
-        outlier = (eps[:, None] * h * self.voted.T)[:, :, None]  # (m, u, 1)
-        has = outlier > 0
+        outlier = eps[:, None] * h * self.voted.T  # (m, u)
+        alone = outlier <= 0  # abstained, or no outlier mass: the noise model alone
+        # Unmasked ufuncs in place, then the few (LF, pattern) rows without outlier
+        # mass set apart: masked ufuncs and a fresh array of ones cost a third more
+        # per EM step on european_regions (4 x 626 x 676 cells).
         with np.errstate(under="ignore", divide="ignore", invalid="ignore"):
-            p_kept = np.exp(kept)
-            total = p_kept + outlier
-            share = np.divide(p_kept, total, out=np.ones_like(total), where=has)
-            del p_kept
-            mix = np.log(total, out=kept, where=has)  # kept where the LF has no h
+            share = np.exp(kept)
+            mix = share + outlier[:, :, None]
+            share /= mix
+            np.log(mix, out=mix)
+        share[alone] = self.voted.T[alone][:, None]  # 1 if voted, 0 if abstained
+        mix[alone] = kept[alone]
+        del kept
         mix *= self.voted.T[:, :, None]
         self._table_cache = (key, (share, mix))
         return share, mix
@@ -633,7 +639,6 @@ class _Problem:
         if gathered is not None:
             cR = self.c[:, None] * R  # (u, k)
             Hr = gathered[0] * cR[None]  # (m, u, k): the noise model's share
-            Hr *= self.voted.T[:, :, None]
             N = Hr.sum(axis=1)
             tot = self.voted_f.T @ cR.sum(axis=1)  # each LF's voted mass
             new_eps = np.clip(
