@@ -474,9 +474,9 @@ def test_second_moment_path_equals_the_per_pattern_path(case, monkeypatch):
     if kind == "copies":
         L = _copy(_copy(L, 0, 1, rng), 5, 6, rng, share=0.4)
     calls = []
-    form = _finite.pair_quadratic_form
+    form = _finite.pair_quadratic_forms
     monkeypatch.setattr(
-        _finite, "pair_quadratic_form", lambda *a: calls.append(1) or form(*a)
+        _finite, "pair_quadratic_forms", lambda *a: calls.append(1) or form(*a)
     )
     frames = {}
     for second_moments in (True, False):

@@ -58,7 +58,8 @@ from snorkel_structured.estimators.dependencies._calibration import (
 )
 from snorkel_structured.estimators.dependencies._finite_onehot import (
     OneHotFold,
-    pair_quadratic_form,
+    agreement_indicators,
+    pair_quadratic_forms,
 )
 
 __all__ = ["estimate_n_components", "finite_test", "halves", "pairs"]
@@ -572,42 +573,57 @@ def _cross_fitted(
 def _cross_fitted_onehot(
     votes: _Votes,
     feats: list[_FoldFeatures],
-    a: int,
-    b: int,
-    split: tuple[list[int], list[int]],
+    pairs_to_do: list[tuple[Any, int, int, tuple[list[int], list[int]], bool]],
     k: int,
-    both_orientations: bool,
-) -> tuple[float, list[tuple[float, np.ndarray]], list[Any]] | None:
-    """:func:`_cross_fitted` from each fold's second moments (one-hot features).
+) -> dict[Any, Any]:
+    """:func:`_cross_fitted` from each fold's second moments (one-hot features), for
+    every (key, a, b, split, both_orientations) of ``pairs_to_do`` at once.
 
     Returns
     -------
-    diff : float
-    per_fold : list of two (diff_f, G_f)
-        Fold f's statistic and its quadratic form (:func:`pair_quadratic_form`).
-    scaled : list of two None
-        Filled by the caller with the scaled influences (n_patterns_f,).
+    dict
+        Per key None (a split's cross-table is zero), or (diff, per_fold, scaled):
+        per_fold the two folds' (diff_f, G_f) (:func:`pair_quadratic_forms`) and
+        scaled two Nones that the caller fills with the scaled influences.
     """
-    va, vb = votes.vals[a], votes.vals[b]
-    ia, ib = np.nonzero((va[:, None] == vb[None, :]) & (va != ABSTAIN)[:, None])
     cols = feats[0].cols
-    rows_a, rows_b = cols[a][ia], cols[b][ib]
-    per_fold = []
+    D = feats[0].gram.shape[0]
+    shared = {}
+    for key, a, b, _, _ in pairs_to_do:
+        va, vb = votes.vals[a], votes.vals[b]
+        ia, ib = np.nonzero((va[:, None] == vb[None, :]) & (va != ABSTAIN)[:, None])
+        shared[key] = (cols[a][ia], cols[b][ib])
+    out: dict[Any, Any] = {key: [None, None] for key, *_ in pairs_to_do}
     for stat_fold in (0, 1):
-        maps = feats[1 - stat_fold].maps(*split, k)
-        if maps is None:
-            return None
-        per_fold.append(
-            pair_quadratic_form(
+        groups: dict[Any, list[Any]] = {}  # stacked by (kk, both orientations)
+        for key, _, _, split, both in pairs_to_do:
+            maps = feats[1 - stat_fold].maps(*split, k)
+            if maps is None:
+                out[key] = None
+            elif out[key] is not None:
+                groups.setdefault((maps[0].shape[1], both), []).append((key, maps))
+        for (_, both), members in groups.items():
+            keys = [key for key, _ in members]
+            E = agreement_indicators(
+                D, [shared[key][0] for key in keys], [shared[key][1] for key in keys]
+            )
+            diffs, Gs = pair_quadratic_forms(
                 feats[stat_fold].gram,
-                *maps,
-                rows_a,
-                rows_b,
-                both_orientations,
+                np.stack([maps[0] for _, maps in members]),
+                np.stack([maps[1] for _, maps in members]),
+                E,
+                both,
                 _inverse,
             )
-        )
-    return 0.5 * (per_fold[0][0] + per_fold[1][0]), per_fold, [None, None]
+            for i, key in enumerate(keys):
+                if out[key] is not None:
+                    out[key][stat_fold] = (float(diffs[i]), Gs[i])
+    return {
+        key: None
+        if per_fold is None
+        else (0.5 * (per_fold[0][0] + per_fold[1][0]), per_fold, [None, None])
+        for key, per_fold in out.items()
+    }
 
 
 def finite_test(
@@ -681,7 +697,8 @@ def finite_test(
         diff = np.full(a_idx.size, np.nan)
         # influences scaled by sqrt(p_u / n) per fold: cov = sum of G_f^T G_f
         G = [np.zeros((fold.counts.size, a_idx.size)) for fold in fold_votes]
-        new: list[Any] = []  # one-hot path: keys whose influences are still to form
+        todo: list[Any] = []  # one-hot path: pairs whose statistics are to compute
+        new: list[Any] = []  # ... and whose influences are still to form
         used: dict[int, Any] = {}
         for t in range(a_idx.size):
             a, b = int(a_idx[t]), int(b_idx[t])
@@ -693,19 +710,18 @@ def finite_test(
             key = (t, tuple(split[0]), tuple(split[1]), both_ways)
             if key not in cache:  # recomputed only when a flag changes the split
                 if onehot:
-                    cache[key] = _cross_fitted_onehot(
-                        votes, feats, a, b, split, k, both_ways
-                    )
-                    if cache[key] is not None:
-                        new.append(key)
+                    todo.append((key, a, b, split, both_ways))
                 else:
                     cache[key] = _cross_fitted(
                         fold_votes, feats, a, b, split, k, both_ways
                     )
-            if cache[key] is None:
-                continue
-            diff[t] = cache[key][0]
             used[t] = key
+        if todo:  # the one-hot path: this round's new pairs at once
+            cache.update(_cross_fitted_onehot(votes, feats, todo, k))
+            new = [key for key, *_ in todo if cache[key] is not None]
+        used = {t: key for t, key in used.items() if cache[key] is not None}
+        for t, key in used.items():
+            diff[t] = cache[key][0]
         for f in (0, 1) if onehot and new else ():
             # the new pairs' influences at once: one sparse product per fold
             forms = fold_pairs[f].quadratic_forms(
