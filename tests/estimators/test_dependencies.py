@@ -409,10 +409,10 @@ def test_second_moment_statistic_and_influence_against_their_definitions(
     # stacked one-hot votes z, and its influence at a pattern as z^T G z - diff:
     # both against the definition (a loop over the shared labels) and central
     # differences of it. LF 1 has a label LF 0 never uses; abstains everywhere.
-    from snorkel_structured.estimators.dependencies._finite import _inverse
     from snorkel_structured.estimators.dependencies._finite_onehot import (
         OneHotFold,
-        pair_quadratic_form,
+        agreement_indicators,
+        pair_quadratic_forms,
     )
 
     rng = np.random.default_rng(3)
@@ -433,11 +433,12 @@ def test_second_moment_statistic_and_influence_against_their_definitions(
     rows_a = cols[0][np.searchsorted(vals[0], shared)]
     rows_b = cols[1][np.searchsorted(vals[1], shared)]
 
+    E = agreement_indicators(Z.shape[1], [rows_a], [rows_b])
+
     def statistic(q):
         M = Z.T @ (Z * q[:, None])
-        return pair_quadratic_form(
-            M, F1, F2, rows_a, rows_b, both_orientations, _inverse
-        )
+        diff, G = pair_quadratic_forms(M, F1[None], F2[None], E, both_orientations)
+        return float(diff[0]), G[0]
 
     p = rng.dirichlet(np.ones(u))
     diff, G = statistic(p)

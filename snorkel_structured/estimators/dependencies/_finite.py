@@ -46,6 +46,7 @@ from that covariance (``_calibration.gaussian_max_t_step``).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -59,6 +60,7 @@ from snorkel_structured.estimators.dependencies._calibration import (
 from snorkel_structured.estimators.dependencies._finite_onehot import (
     OneHotFold,
     agreement_indicators,
+    inverse_tables,
     pair_quadratic_forms,
 )
 
@@ -388,10 +390,18 @@ class _FoldFeatures:
         self.cols = np.split(np.arange(Z.shape[1]), edges)
         own = p > 0
         self.gram = Z[own].T @ (Z[own] * p[own, None])
-        # column-major: the halves' columns are read as whole contiguous columns
-        self.Z = np.asfortranarray(Z[rows])
+        self._all, self._rows = Z, rows
         self._tops: dict[Any, Any] = {}
         self._bases: dict[Any, tuple[np.ndarray, np.ndarray] | None] = {}
+
+    @functools.cached_property
+    def Z(self) -> np.ndarray:
+        """The features on ``rows``, column-major (the halves' columns are read as
+        whole contiguous columns); only :meth:`basis` reads them, so the
+        second-moment path never builds them."""
+        Z = np.asfortranarray(self._all[self._rows])
+        del self._all
+        return Z
 
     def _top(self, O1: list[int], O2: list[int], k: int) -> Any:
         """(columns of O1, of O2, right and left top-k singular vectors of their
@@ -449,19 +459,6 @@ class _FoldFeatures:
         return F1, F2
 
 
-def _inverse(C: np.ndarray) -> np.ndarray:
-    """Inverse of the reduced table C, or its pseudo-inverse when C is (nearly)
-    singular. C is the identity on the fold that chose the basis, so on the other
-    fold it is well conditioned but for rare directions: the plain inverse is exact
-    there and a tenth of the cost of an SVD."""
-    try:
-        Ci = np.linalg.inv(C)
-    except np.linalg.LinAlgError:
-        return np.linalg.pinv(C)
-    cond = np.abs(C).sum(axis=0).max() * np.abs(Ci).sum(axis=0).max()
-    return Ci if np.isfinite(cond) and cond < 1e12 else np.linalg.pinv(C)
-
-
 def _pair_statistic(
     votes: _Votes,
     v1: np.ndarray,
@@ -511,7 +508,7 @@ def _pair_statistic(
     # The second orientation's table is the first's transposed, and so is its
     # inverse: the two share pv1, pv2 and the rows v1 C^-1, v2 C^-T.
     pv1, pv2 = v1 * p[:, None], v2 * p[:, None]
-    Ci = _inverse(v2.T @ pv1)
+    Ci = inverse_tables(v2.T @ pv1)
     v1C, v2C = v1 @ Ci, v2 @ Ci.T
     orientations = [(pv1, pv2, Ci, v1C, v2C)]
     if both_orientations:
@@ -613,7 +610,6 @@ def _cross_fitted_onehot(
                 np.stack([maps[1] for _, maps in members]),
                 E,
                 both,
-                _inverse,
             )
             for i, key in enumerate(keys):
                 if out[key] is not None:
