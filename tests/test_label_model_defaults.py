@@ -599,6 +599,43 @@ def test_support_swaps_each_gain_more_than_the_search_tolerance(monkeypatch):
     assert all(g > search._SEARCH_TOL * 3000 for g in gains[:-1])
 
 
+def test_full_prior_short_runs_reach_what_every_start_run_out_reaches():
+    """The full-prior fit runs each start a few EM steps and only the leader on: it
+    must end converged at the likelihood the best of the starts run to convergence
+    reaches, in fewer steps than running them all."""
+    import snorkel_structured.estimators._support_search as search
+    from snorkel_structured.estimators import VoteStats
+    from snorkel_structured.estimators._em_core import _Problem
+    from snorkel_structured.estimators._noise_kernel import _SqDists
+
+    space = ss.Permutations(5)
+    r = len(space)
+    prior = np.zeros(r)
+    prior[[3, 40, 97]] = [0.5, 0.3, 0.2]
+    data = ss.synthetic.make_label_matrix(
+        3000, space=space, theta=[0.4, 0.6, 0.5, 0.3], prior=prior, seed=2
+    )
+    stats = VoteStats.from_label_matrix(data.L, n_labels=r)
+    prob = _Problem(stats, _SqDists(space.squared_distance_matrix, 2.0))
+    C = np.arange(r)
+    wrong = np.full(r, 0.1 / r)
+    wrong[[10, 60]] += 0.45  # a start on two labels that are not centers
+    starts = [
+        (np.full(r, 1.0 / r), np.full(4, 1.0 / prob.sq.unit)),
+        (wrong, np.full(4, 0.2)),
+    ]
+    opts = dict(
+        fixed_w=False, label_dependent=False, max_iter=200, tol=search._SEARCH_TOL
+    )
+    run_out = [search._run_em(prob, C, w.copy(), th.copy(), **opts) for w, th in starts]
+    short = search._best_of_short_runs(prob, C, starts, opts)
+    assert short.converged
+    assert short.ll >= max(f.ll for f in run_out) - 10 * search._SEARCH_TOL * 3000
+    assert short.n_iter < sum(f.n_iter for f in run_out)
+    # the starts handed in are not modified
+    assert starts[1][0][10] == pytest.approx(0.45 + 0.1 / r)
+
+
 def test_least_expected_cost_ties_are_decided_by_the_votes_not_the_rounding():
     # LFs of equal weight that split between labels 0 and 2 leave the posterior
     # symmetric: under 0/1 costs the two tie. A 1e-14 difference between the LFs'

@@ -8,10 +8,12 @@ the nested supports, ordered by that fit's mass, whose BIC is best.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from snorkel_structured._numeric import logsumexp
-from snorkel_structured.estimators._em_core import _Problem, _run_em
+from snorkel_structured.estimators._em_core import EMFit, _Problem, _run_em
 from snorkel_structured.estimators._noise_kernel import _dist_moments, _solve_theta
 
 # EM tolerance (log-likelihood per row) of the fits that only rank supports; the
@@ -192,6 +194,38 @@ _PATIENCE = 3
 _CONTESTED_MASS = 0.05
 
 
+# EM steps each start of the full-prior fit gets before only the best one goes on.
+_SHORT_RUN_STEPS = 12
+
+
+def _best_of_short_runs(
+    prob: _Problem,
+    T: np.ndarray,
+    starts: list[tuple[np.ndarray, np.ndarray]],
+    opts: dict,
+) -> EMFit:
+    """The best of several EM starts, each run a few steps before the best goes on.
+
+    The "short runs" strategy of Biernacki, Celeux and Govaert (2003, Comput. Stat.
+    Data Anal. 41): the start whose likelihood leads after ``_SHORT_RUN_STEPS`` steps
+    is the one continued to convergence, instead of running every start to the end.
+    Over hundreds of candidate labels a full run costs 40-50 steps.
+    """
+    short = dict(opts, max_iter=min(_SHORT_RUN_STEPS, opts["max_iter"]))
+    runs = [_run_em(prob, T, w0, th0.copy(), **short) for w0, th0 in starts]
+    best = max(runs, key=lambda f: f.ll)
+    if best.converged:
+        return best
+    rest = _run_em(
+        prob,
+        T,
+        best.w,
+        best.theta.copy(),
+        **dict(opts, max_iter=opts["max_iter"] - best.n_iter),
+    )
+    return replace(rest, n_iter=best.n_iter + rest.n_iter)
+
+
 def prune_full_prior(
     prob: _Problem,
     starts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
@@ -242,10 +276,7 @@ def prune_full_prior(
         max_iter=min(max_iter, 200),
         tol=max(tol, _SEARCH_TOL),
     )
-    full = max(
-        (_run_em(prob, C, w0, th0.copy(), **opts) for w0, th0 in full_starts),
-        key=lambda f: f.ll,
-    )
+    full = _best_of_short_runs(prob, C, full_starts, opts)
     order = np.argsort(-full.w, kind="stable")
     n_keep = max(1, int((full.w >= _NEGLIGIBLE_MASS).sum()))
     penalty = _bic_penalty(prob)
