@@ -326,11 +326,67 @@ def test_dependency_test_false_alarms_and_power():
     d_auto = kendall_tau_distance(lm.predict(V), Y).mean()
     d_naive = kendall_tau_distance(naive.predict(V), Y).mean()
     assert d_auto < d_naive - 0.005
+    # Near-copies (errors correlated at ~1) share one source: a third each.
+    np.testing.assert_allclose(lm.source_share_[3:], 1 / 3, atol=0.01)
+    np.testing.assert_array_equal(lm.source_share_[:3], 1.0)
     # The cluster members' accuracies come from triplets with independent LFs.
-    assert lm.theta_unsupervised_[3:].sum() == pytest.approx(
-        lm.theta_unsupervised_[3:].mean() * 3
-    )
     assert lm.theta_unsupervised_[3:].sum() < lm.theta_unsupervised_[0]
+
+
+def test_source_shares_are_the_design_effect_of_the_error_correlations():
+    from types import SimpleNamespace
+
+    from snorkel_structured.rankings.dependencies import source_shares
+
+    eps = np.array([0.1, 0.2, 0.15, 0.3, 0.25, 0.05])
+    mu = 1 - 2 * eps
+    sd = np.sqrt(1 - mu**2)
+    rho = np.eye(6)
+    rho[0, 1] = rho[1, 0] = 0.4  # cluster {0, 1}
+    rho[2, 3] = rho[3, 2] = rho[2, 4] = rho[4, 2] = 1.0  # {2, 3, 4}: copies of 2
+    rho[3, 4] = rho[4, 3] = 0.2
+    rho[1, 5] = rho[5, 1] = 0.9  # across clusters: not counted
+    A = np.outer(mu, mu) + rho * np.outer(sd, sd)
+    np.fill_diagonal(A, 1.0)
+    clusters = np.array([0, 0, 1, 1, 1, 2])
+    got = source_shares(SimpleNamespace(agreement=A), clusters, eps)
+    # 1 / (1 + sum of the correlations with the rest of the LF's cluster)
+    np.testing.assert_allclose(got, [1 / 1.4, 1 / 1.4, 1 / 3, 1 / 2.2, 1 / 2.2, 1.0])
+    # no evidence of a correlation (no pair both order) counts as a copy's; the
+    # estimates are clipped to [0, 1]
+    A[0, 1] = A[1, 0] = np.nan
+    A[3, 4] = A[4, 3] = mu[3] * mu[4] - 0.3 * sd[3] * sd[4]
+    got = source_shares(SimpleNamespace(agreement=A), clusters, eps)
+    np.testing.assert_allclose(got, [0.5, 0.5, 1 / 3, 1 / 2, 1 / 2, 1.0])
+
+
+def test_lfs_sharing_part_of_their_noise_keep_the_share_their_correlation_gives():
+    # Pairwise votes: LFs 0 and 1 order a pair wrongly when a common error hits it
+    # (15%) or their own does (10% each); LFs 2-4 err independently. Declared
+    # dependent, 0 and 1 each keep 1 / (1 + rho) of their weight, with rho the
+    # correlation of their errors measured against the truth, and the answer beats
+    # both counting the two once (shares of 1/2) and counting them as independent.
+    n, n_items = 2000, 8
+    rng = np.random.default_rng(3)
+    Y = np.argsort(rng.random((n, n_items)), axis=1)
+    y = pairwise_votes(Y[:, None, :])[:, 0, :]  # (n, pairs) truth signs
+    common = rng.random(y.shape) < 0.15
+    wrong = [common | (rng.random(y.shape) < 0.1) for _ in range(2)]
+    wrong += [rng.random(y.shape) < q for q in (0.2, 0.25, 0.3)]
+    S = np.stack([y * (1 - 2 * w) for w in wrong], axis=1).astype(np.int8)
+    rho = np.corrcoef(wrong[0].ravel(), wrong[1].ravel())[0, 1]
+    space = ss.Rankings(n_items)
+    lm = ss.RankingLabelModel(space, dependencies=[(0, 1)]).fit(S, pairwise=True)
+    np.testing.assert_allclose(lm.source_share_[:2], 1 / (1 + rho), atol=0.02)
+    np.testing.assert_array_equal(lm.source_share_[2:], 1.0)
+    d_model = kendall_tau_distance(lm.predict(S, pairwise=True), Y).mean()
+    halved = 0.5 / lm.source_share_
+    lm.theta_ = lm.theta_ * halved
+    d_halved = kendall_tau_distance(lm.predict(S, pairwise=True), Y).mean()
+    naive = ss.RankingLabelModel(space, dependencies=None).fit(S, pairwise=True)
+    d_naive = kendall_tau_distance(naive.predict(S, pairwise=True), Y).mean()
+    assert d_model < d_halved
+    assert d_model < d_naive
 
 
 def test_a_pure_noise_lf_leaves_the_dependency_test_its_power():

@@ -41,7 +41,11 @@ from snorkel_structured.rankings._votes import (
     kendall_tau_distance,
     pair_index,
 )
-from snorkel_structured.rankings.dependencies import clusters_of, detect_dependent_pairs
+from snorkel_structured.rankings.dependencies import (
+    clusters_of,
+    detect_dependent_pairs,
+    source_shares,
+)
 from snorkel_structured.rankings.estimate import (
     NOISE_MODELS,
     RankingStats,
@@ -206,7 +210,10 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
         (4 LFs or more; a warning names them); a list: pairs you declare; None:
         every LF independent given the truth. The pairs join LFs into groups; a
         group counts as one source (accuracies from triplets of LFs in three
-        different groups, each weight divided by the group's size).
+        different groups), each LF's weight scaled by its share of it,
+        ``1 / sum_b rho_ab`` over its group with ``rho`` the estimated correlation
+        of the LFs' errors (``source_share_``): 1 / size for copies, more for LFs
+        that err apart.
     decoder : {"auto", "exact_dp", "ilp", "heuristic"}, default="auto"
         How :meth:`predict` finds the weighted Kemeny ranking
         (:func:`~snorkel_structured.rankings.kemeny.kemeny_rank`): exact up to 12
@@ -234,6 +241,9 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
         The pairs of LFs modeled as sharing a source.
     lf_clusters_ : ndarray of int of shape (n_lfs,)
         Group of each LF (connected components of ``dependencies_``).
+    source_share_ : ndarray of shape (n_lfs,)
+        Factor of each LF's weight for the source it shares with its group
+        (:func:`~snorkel_structured.rankings.dependencies.source_shares`; 1 alone).
     n_iter_ : int
     stats_ : RankingStats
     choice_ : str
@@ -435,10 +445,17 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
         self.stats_ = stats
         self.dependencies_ = self._dependency_pairs(stats)
         clusters = clusters_of(self.dependencies_, m)
-        size = np.bincount(clusters)[clusters]
         self.lf_clusters_ = clusters
         n_sources = int(clusters.max()) + 1
         eps, theta0 = triplet_theta(stats, noise, clusters)
+        # Without triplets (fewer than 3 sources) the error rates, and so the
+        # correlations, are guesses: a group then counts once.
+        share = (
+            source_shares(stats, clusters, eps)
+            if n_sources >= 3
+            else 1.0 / np.bincount(clusters)[clusters]
+        )
+        self.source_share_ = share
         if n_sources < 3:
             which = (
                 f"{m} LF{'s' if m > 1 else ''}"
@@ -461,7 +478,7 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
             theta, slope, n_iter = estimate_position_weights(
                 stats,
                 theta_init=theta0,
-                scale=1.0 / size,
+                scale=share,
                 max_iter=self.max_iter,
                 seed=check_seed(self.seed),
             )
@@ -471,7 +488,7 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
                 stats,
                 noise,
                 theta_init=theta0,
-                scale=1.0 / size,
+                scale=share,
                 max_iter=self.max_iter,
                 seed=check_seed(self.seed),
             )
@@ -480,10 +497,10 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
         theta, slope = _evidence_checks(stats, theta, slope, self.dependencies_)
         self.pair_error_rate_ = eps
         self.theta_triplet_ = theta0
-        # A cluster sharing a source counts as one source.
+        # LFs sharing a source count by their share of it.
         self.theta_unsupervised_, self.gap_slope_unsupervised_ = (
-            theta / size,
-            slope / size,
+            theta * share,
+            slope * share,
         )
         self.theta_ = self.theta_unsupervised_.copy()
         self.gap_slope_ = self.gap_slope_unsupervised_.copy()

@@ -10,7 +10,8 @@ otherwise pull the fit towards it), flags the pair whose observed disagreement r
 ``(1 - A_ab) / 2`` is the smallest fraction of the predicted one
 ``(1 - mu_a mu_b) / 2``, if that fraction is at most ``1 / MIN_RATIO`` and the gap
 is significant, and repeats until no pair is flagged. Flagged pairs join LFs into
-clusters (connected components); a cluster counts as one source.
+clusters (connected components); a cluster counts as one source, each LF's weight
+scaled by its share of that source (:func:`source_shares`).
 
 Only agreements at least ``MIN_Z_AGREE`` standard errors above 0 enter the fit (the
 log of an agreement indistinguishable from 0 is not estimated), and an LF in no such
@@ -23,7 +24,13 @@ import numpy as np
 
 from snorkel_structured.rankings.estimate import RankingStats
 
-__all__ = ["MIN_RATIO", "MIN_Z", "detect_dependent_pairs", "clusters_of"]
+__all__ = [
+    "MIN_RATIO",
+    "MIN_Z",
+    "detect_dependent_pairs",
+    "clusters_of",
+    "source_shares",
+]
 
 # A pair is dependent when it disagrees at most half as often as two independent LFs
 # of the fitted accuracies would (the practical threshold of StructuredLabelModel's
@@ -167,3 +174,47 @@ def clusters_of(pairs: list[tuple[int, int]], n_lfs: int) -> np.ndarray:
         label[label == max(la, lb)] = min(la, lb)
     _, out = np.unique(label, return_inverse=True)
     return out
+
+
+def source_shares(
+    stats: RankingStats, clusters: np.ndarray, eps: np.ndarray
+) -> np.ndarray:
+    """Each LF's share of its cluster's source: ``1 / sum_b rho_ab`` over its cluster.
+
+    ``rho_ab`` is the correlation of LFs a and b's errors given the truth. With
+    ``e_a = s_a y`` (+1 right, -1 wrong, mean ``mu_a = 1 - 2 eps_a``), the mean of
+    ``s_a s_b`` over the pairs both order is ``E[e_a e_b]``, so
+    ``rho_ab = (A_ab - mu_a mu_b) / sqrt((1 - mu_a^2) (1 - mu_b^2))``. This is the
+    design effect of correlated estimates: s LFs whose errors correlate at rho
+    carry as much as ``s / (1 + (s - 1) rho)`` independent ones, and each one's
+    share ``1 / (1 + (s - 1) rho)`` is what this returns for them. Copies
+    (``rho = 1``) share one source (``1 / s``, a cluster counted once); LFs
+    flagged together but erring apart keep more of their own weight (two accurate
+    gazetteer counts of a country's cities: ``rho`` 0.58, share 0.63, not 0.5).
+
+    A correlation that cannot be estimated (no pair ordered by both, or an LF
+    estimated never wrong) counts as 1, the copy's, and estimates are clipped to
+    [0, 1]. An LF alone in its cluster gets 1.
+
+    Parameters
+    ----------
+    stats : RankingStats
+    clusters : ndarray of int of shape (n_lfs,)
+        Cluster of each LF (:func:`clusters_of`).
+    eps : ndarray of shape (n_lfs,)
+        Each LF's rate of ordering a pair against the truth (the triplet estimate,
+        taken from LFs outside its cluster).
+
+    Returns
+    -------
+    ndarray of shape (n_lfs,), in (0, 1]
+    """
+    mu = 1.0 - 2.0 * np.asarray(eps, dtype=np.float64)
+    var = 1.0 - mu**2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = (stats.agreement - np.outer(mu, mu)) / np.sqrt(np.outer(var, var))
+    rho = np.clip(np.where(np.isfinite(rho), rho, 1.0), 0.0, 1.0)
+    np.fill_diagonal(rho, 1.0)
+    clusters = np.asarray(clusters)
+    same = clusters[:, None] == clusters[None, :]
+    return 1.0 / (rho * same).sum(axis=1)
