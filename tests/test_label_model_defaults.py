@@ -503,6 +503,18 @@ def test_excess_agreement_matches_a_brute_force_count(accuracies):
         zs[a, b] = (mean - D[va, vb].mean()) / np.sqrt(var / rows.sum())
     assert z_max == pytest.approx(max(zs.values()), rel=1e-12)
     assert threshold == pytest.approx(norm.isf(0.05 / len(zs)), rel=1e-12)
+    # Stopping once some pair passes every pair's threshold: the same verdict, and
+    # a z that some pair reaches.
+    z_stop, threshold_stop = excess_agreement_z(
+        stats.patterns,
+        stats.counts,
+        space.squared_distance_rows,
+        6,
+        stop_when_passed=True,
+    )
+    assert (z_stop >= threshold_stop) == (z_max >= threshold)
+    assert min(abs(z_stop - z) for z in zs.values()) < 1e-9
+    assert z_stop <= z_max
     if len(accuracies) == 3:
         assert zs[0, 1] > threshold > max(zs[0, 2], zs[1, 2])  # LF 2 is pure noise
     else:

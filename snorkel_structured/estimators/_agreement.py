@@ -31,7 +31,12 @@ def _frequencies(codes: np.ndarray, W: np.ndarray, v: int) -> np.ndarray:
 
 
 def excess_agreement_z(
-    patterns: np.ndarray, counts: np.ndarray, sq_rows: Any, n_labels: int
+    patterns: np.ndarray,
+    counts: np.ndarray,
+    sq_rows: Any,
+    n_labels: int,
+    *,
+    stop_when_passed: bool = False,
 ) -> tuple[float, float] | None:
     """The largest excess agreement over LF pairs, in standard errors, and the
     threshold it must reach for one pair to agree beyond chance (family-wise 5%).
@@ -54,6 +59,11 @@ def excess_agreement_z(
         label, shape (len(labels), n_labels).
     n_labels : int
         Number of labels r of the space.
+    stop_when_passed : bool, default=False
+        Stop at the first LF a whose pairs (a, b > a) hold a z above the threshold
+        for every pair of LFs (which is at least the returned one): whether some
+        pair agrees beyond chance is then settled, and z_max is that LF's largest,
+        a lower bound of all pairs'.
 
     Returns
     -------
@@ -72,7 +82,8 @@ def excess_agreement_z(
     code = np.searchsorted(voted, np.where(P == ABSTAIN, voted[0], P))
     v, m = voted.size, P.shape[1]
     votes = P != ABSTAIN
-    zs = []
+    zs: list[float] = []
+    settled = norm.isf(0.05 / (m * (m - 1) / 2))  # the threshold if every pair counts
     for a in range(m - 1):  # every pair (a, b > a) at once: (u, m - a - 1) arrays
         W = c[:, None] * (votes[:, [a]] & votes[:, a + 1 :])  # rows where both vote
         n_ab = W.sum(axis=0)
@@ -90,6 +101,8 @@ def excess_agreement_z(
         zs.extend(
             (expected[keep] - observed[keep] / n[keep]) / np.sqrt(var[keep] / n[keep])
         )
+        if stop_when_passed and zs and max(zs) >= settled:
+            break
     if not zs:
         return None
     return float(max(zs)), float(norm.isf(0.05 / len(zs)))
