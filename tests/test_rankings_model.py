@@ -604,7 +604,7 @@ def test_rows_without_votes_are_named():
 def test_a_weight_at_its_cap_is_warned_about():
     """An LF at theta = THETA_MAX decides every pair it orders: the fit says so and
     names it; a weight below the cap is not named."""
-    from snorkel_structured.label_model.ranking import _evidence_checks
+    from snorkel_structured.label_model._ranking_checks import evidence_checks
     from snorkel_structured.rankings.mallows import THETA_MAX
 
     space = ss.Rankings(8)
@@ -616,7 +616,7 @@ def test_a_weight_at_its_cap_is_warned_about():
     lm = ss.RankingLabelModel(space, dependencies=None, seed=0).fit(V)
     theta = np.array([0.5, THETA_MAX, 1.0, 2.0])
     with pytest.warns(IdentifiabilityWarning, match=r"LF\(s\) \[1\] reached theta=50"):
-        _evidence_checks(lm.stats_, theta, np.zeros(4), [])
+        evidence_checks(lm.stats_, theta, np.zeros(4), [])
     with warnings.catch_warnings():
         warnings.simplefilter("error", IdentifiabilityWarning)
-        _evidence_checks(lm.stats_, 0.99 * theta, np.zeros(4), [])
+        evidence_checks(lm.stats_, 0.99 * theta, np.zeros(4), [])

@@ -1,0 +1,101 @@
+"""RankingLabelModel's safeguards on its fitted weights: an LF with no evidence of
+beating chance gets weight 0 (all of them: equal tiny weights), and LFs that look
+like copies or sit at the weight's cap are named in a warning."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from snorkel_structured import _warnings
+from snorkel_structured.exceptions import IdentifiabilityWarning
+from snorkel_structured.rankings.estimate import RankingStats
+from snorkel_structured.rankings.mallows import THETA_MAX
+
+__all__ = ["CHANCE_Z", "COPY_AGREEMENT", "evidence_checks"]
+
+# An LF is taken to beat chance only if its agreement with some other LF is this many
+# standard errors above 0 (random orderings agree on half of the pairs).
+CHANCE_Z = 3.0
+# Two LFs ordering this fraction of their common pairs alike may be copies.
+COPY_AGREEMENT = 0.99
+
+
+def evidence_checks(
+    stats: RankingStats,
+    theta: np.ndarray,
+    slope: np.ndarray,
+    dependencies: list[tuple[int, int]],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Weights that rest on no evidence give way, with a warning.
+
+    An LF whose agreement with every other LF is within CHANCE_Z standard errors of
+    0 (the agreement of a random ordering) shows no sign of beating chance: its
+    weight is set to 0. If no LF shows one, every LF gets the same tiny weight
+    (unweighted Kemeny, pair probabilities near 1/2). LFs that (almost) never
+    disagree are flagged: their agreement cannot tell accurate LFs from copies.
+    """
+    A = stats.agreement
+    m = stats.n_lfs
+    n_eff = stats.both / max(stats.n_items - 1, 1)
+    with np.errstate(invalid="ignore"):
+        z = np.where(stats.both > 0, A * np.sqrt(n_eff), 0.0)
+    np.fill_diagonal(z, 0.0)
+    informative = np.any(z >= CHANCE_Z, axis=1)
+    theta, slope = theta.copy(), slope.copy()
+    if not informative.any():
+        _warnings.warn(
+            "No two LFs agree on the order of item pairs more often than random "
+            f"orderings would ({CHANCE_Z:g} standard errors): there is no evidence "
+            "that any LF beats chance, so every LF gets the same weight. Check the "
+            "LFs, or pass V_dev and Y_dev.",
+            IdentifiabilityWarning,
+            stacklevel=4,
+        )
+        return np.full(m, 1e-3), np.zeros(m)
+    weak = np.flatnonzero(~informative & (np.diag(stats.both) > 0))
+    if weak.size:
+        _warnings.warn(
+            (f"LFs {weak.tolist()} agree" if weak.size > 1 else f"LF {weak[0]} agrees")
+            + " with no other LF more often than a random ordering would "
+            f"({CHANCE_Z:g} standard errors): no evidence that "
+            + ("they beat" if weak.size > 1 else "it beats")
+            + " chance, so weight 0.",
+            IdentifiabilityWarning,
+            stacklevel=4,
+        )
+        theta[weak] = 0.0
+        slope[weak] = 0.0
+    declared = {tuple(p) for p in dependencies}
+    copies = [
+        (a, b)
+        for a in range(m)
+        for b in range(a + 1, m)
+        if (a, b) not in declared
+        and n_eff[a, b] >= 10
+        and (1 + A[a, b]) / 2 >= COPY_AGREEMENT
+    ]
+    if copies:
+        _warnings.warn(
+            f"LF pairs {copies} order at least {COPY_AGREEMENT:.0%} of their common "
+            "pairs alike: LFs that copy one source look exactly like very accurate "
+            "LFs, and the votes cannot tell which. If they share a source, declare "
+            "them (dependencies=[...]) or keep one.",
+            IdentifiabilityWarning,
+            stacklevel=4,
+        )
+    capped = np.flatnonzero(theta >= 0.999 * THETA_MAX)
+    if capped.size:
+        # As StructuredLabelModel warns: the LF decides every pair it orders. On
+        # real lists it was a top-10 LF whose agreement with a cluster sharing
+        # another source made it look perfect (true pair accuracy 0.67).
+        _warnings.warn(
+            f"LF(s) {capped.tolist()} reached theta={THETA_MAX:g}, the upper bound: "
+            "the model treats their ordering of a pair as never wrong and lets them "
+            "decide every pair they order. This usually means their agreement with "
+            "other LFs comes from a shared source rather than from the truth; check "
+            "them (RankingLFAnalysis), declare dependencies=[...], or pass V_dev and "
+            "Y_dev.",
+            IdentifiabilityWarning,
+            stacklevel=4,
+        )
+    return theta, slope
