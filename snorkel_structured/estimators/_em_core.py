@@ -65,11 +65,6 @@ _PSEUDO_VOTES = 1.0
 _TENSOR_START_MAX = 1000
 # Largest (n_lfs, n_patterns, k) array of gathered distances EM keeps (8 bytes each).
 _GATHER_MAX = 20_000_000
-# The robust family's gathered mixture (m u k cells) against its (m, r + 1, k) tables,
-# one EM step (e_step + vote_moments) on real trees and rankings: 2x faster at
-# u / (r + 1) = 1.14-1.18 (european_regions, world_regions), even at 1.79 (S6),
-# 4x slower at 10.7 (S5). Up to u = _MIX_FACTOR (r + 1) patterns, gathered.
-_MIX_FACTOR = 2
 # Candidate labels scored by the support search (all labels when r is at most this;
 # otherwise the most-voted labels): bounds the (n_patterns, n_candidates) tables.
 _MAX_CANDIDATES = 64
@@ -314,51 +309,56 @@ class _Problem:
         th, logz, _ = self._label_moments(theta, T)
         return -(self.voted_f @ logz) - np.einsum("ak,auk->uk", th, D)
 
-    def _gathered_mix(
-        self, theta: np.ndarray, T: np.ndarray, eps: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray] | None:
-        """(share of the noise model, log of the outlier mixture) of each pattern's
-        votes, (m, u, k).
+    @functools.cached_property
+    def _cast(self) -> tuple[np.ndarray, np.ndarray, Any, Any, Any]:
+        """The votes cast, as rows of the tables: (LF, vote, (m, n_cast) indicator of
+        each row's LF, one-hot votes (u, n_cast) weighted as X, its transpose with
+        the counts).
 
-        The robust family on :meth:`gathered` distances: where there are at most
-        about twice as many patterns as labels (a few thousand rows over a tree of
-        hundreds of nodes) its m u k cells per EM step beat the tables' m r k,
-        which take more passes (``_MIX_FACTOR``). The share is
-        (1 - eps) P_theta / mixture, the part of a vote the noise model explains
-        (the M-step's weight; 0 where the LF abstained); the log mixture is 0 where
-        the LF abstained. None when the tables are cheaper, or votes carry group
-        weights.
+        Row j stands for one (LF, vote) that some pattern holds: on a large space an
+        LF casts far fewer distinct votes than there are labels (european_regions:
+        616 of 4 x 677 rows), and only those rows of the robust family's tables are
+        ever read.
         """
-        if self.pw is not None or self.u > _MIX_FACTOR * (self.r + 1):
-            return None
-        D = self.gathered(T)
-        if D is None:
-            return None
-        key = ("gathered", theta.tobytes(), T.tobytes(), eps.tobytes())
+        rows_i, cols, wv, shape = self._votes
+        cast, inv = np.unique(cols, return_inverse=True)
+        lf, vote = np.divmod(cast, self.r + 1)
+        of_lf = sp.csr_matrix(
+            (np.ones(cast.size), (lf, np.arange(cast.size))), shape=(self.m, cast.size)
+        )
+        X = sp.csr_matrix((wv, (rows_i, inv)), shape=(self.u, cast.size))
+        XcT = sp.csr_matrix(
+            (self.c[rows_i] * wv, (inv, rows_i)), shape=(cast.size, self.u)
+        )
+        return lf, vote - 1, of_lf, X, XcT
+
+    def _cast_mix(
+        self, theta: np.ndarray, T: np.ndarray, eps: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The robust family on the votes cast (:attr:`_cast`): (share of the noise
+        model, log of the outlier mixture), (n_cast, k) each.
+
+        The share is (1 - eps) P_theta / mixture, the part of a vote the noise model
+        explains (the M-step's weight). The E-step and the M-step of one EM step ask
+        for the same parameters: the last pair is kept.
+        """
+        key = ("cast", theta.tobytes(), T.tobytes(), eps.tobytes())
         if self._table_cache[0] == key:
             return self._table_cache[1]
+        lf, vote, _, _, _ = self._cast
         th, logz, _ = self._label_moments(theta, T)
-        # In place, one (m, u, k) array at a time: this runs at every EM step of
-        # the robust family and its passes over m u k cells are its whole cost.
-        kept = D * -th[:, None, :]
-        kept -= (logz - np.log1p(-eps)[:, None])[:, None, :]
-        votes = np.maximum(self.P, 0).T  # (m, u)
+        kept = self.rows(T)[:, vote].T * -th[lf]
+        kept -= (logz - np.log1p(-eps)[:, None])[lf]
         with np.errstate(under="ignore"):
-            h = np.exp(np.take_along_axis(self.log_h, votes, axis=1))
-        outlier = eps[:, None] * h * self.voted.T  # (m, u)
-        alone = outlier <= 0  # abstained, or no outlier mass: the noise model alone
-        # Unmasked ufuncs in place, then the few (LF, pattern) rows without outlier
-        # mass set apart: masked ufuncs and a fresh array of ones cost a third more
-        # per EM step on european_regions (4 x 626 x 676 cells).
+            outlier = eps[lf] * np.exp(self.log_h[lf, vote])
+        alone = outlier <= 0  # a vote outside the LF's outlier distribution
         with np.errstate(under="ignore", divide="ignore", invalid="ignore"):
             share = np.exp(kept)
-            mix = share + outlier[:, :, None]
+            mix = share + outlier[:, None]
             share /= mix
             np.log(mix, out=mix)
-        share[alone] = self.voted.T[alone][:, None]  # 1 if voted, 0 if abstained
+        share[alone] = 1.0
         mix[alone] = kept[alone]
-        del kept
-        mix *= self.voted.T[:, :, None]
         self._table_cache = (key, (share, mix))
         return share, mix
 
@@ -382,11 +382,10 @@ class _Problem:
         else:
             if eps is None:
                 G = self._fast_log_lik(theta, T)
+                if G is None:
+                    G = self.log_lik_given(self.log_table(theta, T))
             else:
-                gathered = self._gathered_mix(theta, T, eps)
-                G = None if gathered is None else gathered[1].sum(axis=0)
-            if G is None:
-                G = self.log_lik_given(self.log_table(theta, T, eps))
+                G = np.asarray(self._cast[3] @ self._cast_mix(theta, T, eps)[1])
             if alpha is not None:
                 G += self.abstain_log_terms(alpha)
         G += log_w[None, :]
@@ -635,16 +634,17 @@ class _Problem:
             cR = self.c[:, None] * R
             num = np.einsum("uk,auk->ak", cR, D)
             return self.voted_f.T @ cR, num, None
-        gathered = None if eps is None else self._gathered_mix(theta, T, eps)
-        if gathered is not None:
-            cR = self.c[:, None] * R  # (u, k)
-            Hr = gathered[0] * cR[None]  # (m, u, k): the noise model's share
-            N = Hr.sum(axis=1)
-            tot = self.voted_f.T @ cR.sum(axis=1)  # each LF's voted mass
+        if eps is not None and self.blocks is None:
+            _, vote, of_lf, _, XcT = self._cast
+            H = np.asarray(XcT @ R)  # (n_cast, k): posterior mass of each vote cast
+            tot = of_lf @ H.sum(axis=1)  # each LF's voted mass
+            H *= self._cast_mix(theta, T, eps)[0]  # the noise model's share
+            N = np.asarray(of_lf @ H)
+            num = np.asarray(of_lf @ (H * self.rows(T)[:, vote].T))
             new_eps = np.clip(
                 (tot - N.sum(axis=1)) / np.maximum(tot, 1e-300), _EPS_MIN, _EPS_MAX
             )
-            return N, np.einsum("auk,auk->ak", Hr, self.gathered(T)), new_eps
+            return N, num, new_eps
         if self.blocks is not None:
             H = self.blocks.mass(self.c[:, None] * R)[:, 1:, :]
         else:

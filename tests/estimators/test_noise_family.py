@@ -375,37 +375,70 @@ def test_moment_estimators_skip_declared_pairs(estimator):
         np.testing.assert_allclose(dep.expected_sq_dist_[:4], truth, rtol=0.05)
 
 
-def test_outlier_family_on_gathered_distances_equals_the_tables():
-    # Fewer vote patterns than labels: EM's outlier mixture runs on the (m, u, k)
-    # gathered distances; it must give the tables' responsibilities, likelihood,
-    # moments and outlier rates.
-    from snorkel_structured.estimators._em_core import _Problem
+def test_outlier_family_em_step_matches_its_definition():
+    # The robust family's E- and M-step (computed on the distinct votes each LF
+    # cast) against the mixture written out per pattern and label: P(v | y) =
+    # (1 - eps_a) exp(-theta_a d^p(v, y)) / Z_a(y) + eps_a h_a(v), with h_a the LF's
+    # own vote distribution. Repeated rows (counts > 1) and an LF that never votes.
+    from snorkel_structured.estimators._em_core import _EPS_MAX, _EPS_MIN, _Problem
     from snorkel_structured.estimators._noise_kernel import _SqDists
     from snorkel_structured.estimators._stats import VoteStats
 
     space = ss.Permutations(5)
     rng = np.random.default_rng(4)
-    L = rng.integers(-1, 120, size=(60, 4))
+    distinct = rng.integers(-1, 120, size=(25, 5))
+    distinct[:, 4] = -1
+    L = distinct[rng.integers(0, 25, size=70)]
     stats = VoteStats.from_label_matrix(L, n_labels=120)
+    P, c = np.asarray(stats.patterns), np.asarray(stats.counts, dtype=float)
     T = np.arange(0, 120, 3)
-    theta = rng.uniform(0.2, 1.5, size=4)
-    eps = np.array([0.05, 0.2, 0.01, 0.4])
-    log_w = np.log(rng.dirichlet(np.ones(T.size)))
-    for power in (1.0, 2.0):
-        fast = _Problem(stats, _SqDists(space.squared_distance_matrix, power))
-        slow = _Problem(stats, _SqDists(space.squared_distance_matrix, power))
-        slow._gathered_mix = lambda *args: None  # the (m, r + 1, k) tables
-        assert fast._gathered_mix(theta, T, eps) is not None
-        R_f, ll_f = fast.e_step(log_w, theta, T, None, eps)
-        R_s, ll_s = slow.e_step(log_w, theta, T, None, eps)
-        np.testing.assert_allclose(R_f, R_s, rtol=1e-10, atol=1e-14)
-        assert ll_f == pytest.approx(ll_s, rel=1e-12)
-        for got, want in zip(
-            fast.vote_moments(R_f, T, theta, eps),
-            slow.vote_moments(R_s, T, theta, eps),
-            strict=True,
-        ):
-            np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    theta = rng.uniform(0.2, 1.5, size=5)
+    eps = np.array([0.05, 0.2, 0.01, 0.4, 0.1])
+    w = rng.dirichlet(np.ones(T.size))
+    own = np.array(
+        [np.bincount(P[:, a][P[:, a] >= 0], c[P[:, a] >= 0], 120) for a in range(5)]
+    )
+    own = own / np.maximum(own.sum(axis=1, keepdims=True), 1e-300)
+    # an outlier distribution given from elsewhere, without one vote LF 0 cast here
+    elsewhere = own.copy()
+    elsewhere[0, P[P[:, 0] >= 0, 0][0]] = 0.0
+    elsewhere[0] /= elsewhere[0].sum()
+    for power, h in ((1.0, own), (2.0, own), (2.0, elsewhere)):
+        dp = np.sqrt(space.squared_distance_matrix) ** power  # (r, r)
+        # the definition, pattern by pattern
+        Pt = np.exp(-theta[:, None, None] * dp[None, :, T])  # (m, r, k)
+        Pt /= Pt.sum(axis=1, keepdims=True)
+        lik = np.tile(w, (P.shape[0], 1))
+        rho = np.zeros((5,) + lik.shape)  # the noise model's share of each vote
+        for i, a in zip(*np.nonzero(P >= 0), strict=True):
+            mix = (1 - eps[a]) * Pt[a, P[i, a]] + eps[a] * h[a, P[i, a]]
+            lik[i] *= mix
+            rho[a, i] = (1 - eps[a]) * Pt[a, P[i, a]] / mix
+        R_want = lik / lik.sum(axis=1, keepdims=True)
+        ll_want = c @ np.log(lik.sum(axis=1))
+        cR = c[:, None] * R_want
+        N_want = np.einsum("auk,uk->ak", rho, cR)
+        d_votes = np.where((P >= 0).T[:, :, None], dp[np.maximum(P, 0).T][:, :, T], 0)
+        num_want = np.einsum("auk,uk,auk->ak", rho, cR, d_votes)
+        voted_mass = ((P >= 0) * c[:, None]).sum(axis=0)
+        eps_want = np.clip(
+            (voted_mass - N_want.sum(axis=1)) / np.maximum(voted_mass, 1e-300),
+            _EPS_MIN,
+            _EPS_MAX,
+        )
+
+        with np.errstate(divide="ignore"):
+            log_h = None if h is own else np.log(h)
+        sq = _SqDists(space.squared_distance_matrix, power)
+        prob = _Problem(stats, sq, log_h=log_h)
+        R, ll = prob.e_step(np.log(w), theta, T, None, eps)
+        np.testing.assert_allclose(R, R_want, rtol=1e-10, atol=1e-14)
+        assert ll - prob.abstain_loglik == pytest.approx(ll_want, rel=1e-12)
+        N, num, new_eps = prob.vote_moments(R, T, theta, eps)
+        np.testing.assert_allclose(N, N_want, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(num, num_want, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(new_eps, eps_want, rtol=1e-10, atol=1e-15)
+        assert N[4].sum() == 0 and new_eps[4] == _EPS_MIN  # never voted
 
 
 @pytest.mark.parametrize(
