@@ -384,6 +384,38 @@ def test_dev_rows_choose_by_cross_validation():
     assert row == pytest.approx(want, abs=1e-12)
 
 
+def test_single_lf_candidates_are_that_lf_where_it_votes():
+    # As documented: "LF <a> first" is LF a's vote wherever it votes and the
+    # unsupervised model where it abstains. Its dev score is then that mean distance,
+    # computed here from the votes. With power 2 and outliers, four LFs reading one
+    # poor source outvoted LF 0 at the usual theta cap (mean Kendall distance 2.06 on
+    # the dev rows, against 1.01 for its own votes).
+    rng = np.random.default_rng(3)
+    space = ss.Permutations(4)
+    n = 1500
+    Y = rng.integers(0, 24, n)
+    source = _noisy_copy(rng, Y, 0.1, 24)
+    L = np.column_stack(
+        [_noisy_copy(rng, Y, 0.85, 24)]
+        + [_noisy_copy(rng, source, 0.9, 24) for _ in range(4)]
+    )
+    L[rng.random(n) < 0.2, 0] = -1  # LF 0 abstains on a fifth of the rows
+    dev = np.arange(100)
+    kwargs = dict(progress_bar=False, dependencies=[])
+    options = dict(seed=0, noise_power=2, outliers=True)
+    lm = ss.StructuredLabelModel(space, **options).fit(
+        L, L_dev=L[dev], Y_dev=Y[dev], **kwargs
+    )
+    unsup = ss.StructuredLabelModel(space, **options).fit(L, **kwargs)
+    D = space.distance_matrix
+    fallback = D[unsup.predict(L[dev], decision="distance"), Y[dev]]
+    scores = lm.dev_scores_.set_index("candidate")["mean_distance"]
+    for a in range(L.shape[1]):
+        votes = L[dev, a]
+        want = np.where(votes >= 0, D[np.maximum(votes, 0), Y[dev]], fallback).mean()
+        assert scores[f"LF {a} first"] == pytest.approx(want, abs=1e-9)
+
+
 def test_flattened_candidate_is_the_equal_weights_candidate_scaled(monkeypatch):
     # At scale 1 the flattened candidate is the equal-weights one: same folds, same
     # fitted theta, so the same cross-validated score to the last bit.
