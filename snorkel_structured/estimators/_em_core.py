@@ -138,42 +138,61 @@ class _Problem:
         self.voted_f = self.voted.astype(np.float64)
         if self.pw is not None:
             self.voted_f *= self.pw
-        self.cv = self.c[:, None] * self.voted  # (u, m) count where a voted
-        self.n_voted = self.cv.sum(0)  # (m,)
-        # vote histogram per LF, (m, r), counting every vote once
-        self.hist = np.stack(
-            [
-                np.bincount(self.P[:, a] + 1, weights=self.c, minlength=self.r + 1)
-                for a in range(self.m)
-            ]
-        )[:, 1:]
-        # Each LF's own vote distribution: the outlier component of the robust family
-        # (``log_h`` given: estimated elsewhere, e.g. on the rows a model was fitted to).
-        if log_h is None:
-            tot = self.hist.sum(1, keepdims=True)
-            # an LF that never votes gets a uniform one: a distribution all the same
-            # (its outlier component never enters the likelihood)
-            h = np.where(tot > 0, self.hist / np.maximum(tot, 1e-300), 1.0 / self.r)
-            with np.errstate(divide="ignore"):
-                log_h = np.log(h)
-        self.log_h = log_h
         # Abstains, for the model where P(abstain | Y) depends on the label.
         self.abstained = (~self.voted).astype(np.float64)  # (u, m)
         # 1 per vote, unweighted (a bool matrix product skips BLAS: 9x slower)
         self.voted_ones = 1.0 - self.abstained
-        self.cA = self.c[:, None] * self.abstained  # (u, m)
+        self.n_voted = self.c @ self.voted_ones  # (m,) rows where each LF voted
+        # Each LF's own vote distribution: the outlier component of the robust family
+        # (given: estimated elsewhere, e.g. on the rows a model was fitted to; else
+        # from ``hist`` when first read).
+        self._log_h = log_h
         self.abstain_rate = 1.0 - self.n_voted / max(self.n, 1e-300)  # (m,)
         self.any_abstain = bool(self.abstained.any())
         # log-likelihood of the abstains when they do not depend on Y (constant in the
         # parameters), so that likelihoods with and without alpha compare.
         rate = np.clip(self.abstain_rate, _ALPHA_MIN, 1.0 - _ALPHA_MIN)
         self.abstain_loglik = float(
-            self.cA.sum(0) @ np.log(rate) + self.n_voted @ np.log1p(-rate)
+            (self.c @ self.abstained) @ np.log(rate) + self.n_voted @ np.log1p(-rate)
         )
         self._gathered: tuple[bytes, Any] = (b"", None)
         self._rows_cache: tuple[bytes, Any] = (b"", None)
         self._dists_cache: tuple[bytes, Any] = (b"", None)
         self._table_cache: tuple[Any, Any] = (None, None)
+
+    @functools.cached_property
+    def cA(self) -> np.ndarray:
+        """(u, m) rows per pattern where each LF abstained (abstains that depend on
+        the label: their M-step)."""
+        return self.c[:, None] * self.abstained
+
+    @functools.cached_property
+    def hist(self) -> np.ndarray:
+        """Vote histogram per LF, (m, r), counting every vote once.
+
+        One bincount of the (LF, vote) cells in row order (a column of P per LF
+        reads it strided); built when first read (the support search, the robust
+        family): the paper's family on a given support never reads it.
+        """
+        cells = self.P + (1 + (self.r + 1) * np.arange(self.m))
+        counts = np.bincount(
+            cells.ravel(),
+            weights=np.repeat(self.c, self.m),
+            minlength=self.m * (self.r + 1),
+        )
+        return counts.reshape(self.m, self.r + 1)[:, 1:]
+
+    @functools.cached_property
+    def log_h(self) -> np.ndarray:
+        """(m, r) log of each LF's own vote distribution (the outlier component)."""
+        if self._log_h is not None:
+            return self._log_h
+        tot = self.hist.sum(1, keepdims=True)
+        # an LF that never votes gets a uniform one: a distribution all the same (its
+        # outlier component never enters the likelihood)
+        h = np.where(tot > 0, self.hist / np.maximum(tot, 1e-300), 1.0 / self.r)
+        with np.errstate(divide="ignore"):
+            return np.log(h)
 
     @functools.cached_property
     def _votes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, int]]:
