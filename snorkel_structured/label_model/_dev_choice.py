@@ -197,21 +197,19 @@ def _row_losses(
 
 
 def _dominant_theta(
-    others: np.ndarray, log_prior: np.ndarray, unit: float, cap: float
+    others: float, log_prior: np.ndarray, unit: float, cap: float
 ) -> float:
     """theta that makes an LF's vote the answer wherever it votes.
 
-    ``others`` is the posterior's table (n_lfs, r + 1, k) with that LF's theta at 0
-    (its factors then do not depend on the label but for abstain rates). Every LF's
-    factor moves the log-posterior between two labels by at most its table's spread
-    over the labels, and the prior by its own: a vote that costs every other label
-    more than their sum, plus a margin, holds whatever the other LFs say. At the
-    model's usual cap (``theta_max``) it did not: with power 2, four LFs voting a
-    ranking two swaps away outvoted it (a texture ranking task: the candidate scored
-    0.33 on the dev rows, where the LF alone errs 0.12 on the test rows).
+    ``others`` is how far the other LFs' factors (and the LF's own abstain factors)
+    can move the log-posterior between two labels: the sum of each one's spread over
+    the labels. With the prior's spread and a margin on top, a vote that costs every
+    other label that much holds whatever the other LFs say. At the model's usual cap
+    (``theta_max``) it did not: with power 2, four LFs voting a ranking two swaps
+    away outvoted it (a texture ranking task: the candidate scored 0.33 on the dev
+    rows, where the LF alone errs 0.12 on the test rows).
     """
-    spread = float((others.max(axis=2) - others.min(axis=2)).max(axis=1).sum())
-    spread += float(log_prior.max() - log_prior.min()) + _DOMINANCE_MARGIN
+    spread = others + float(log_prior.max() - log_prior.min()) + _DOMINANCE_MARGIN
     return max(cap, spread / unit)
 
 
@@ -328,6 +326,17 @@ def choose_with_dev(
         cands.append(_Candidate(name, p, "shared", scale=FLAT_SCALE))
     if eps is None:
         cands.append(_Candidate("halfway to dev weights", power, "half"))
+    # How far each LF's factors move the log-posterior between two labels: the
+    # widest row of its table. At theta 0 and no outliers an LF keeps only the
+    # spread of its abstain factors (label-dependent abstains).
+    fitted = table(cands[0], theta)
+    spread = (fitted.max(axis=2) - fitted.min(axis=2)).max(axis=1)  # (m,)
+    del fitted  # (m, r + 1, k): on Permutations(8), 170 MB
+    own = np.zeros(m)
+    if alpha is not None:
+        own = np.maximum(
+            np.ptp(np.log1p(-alpha), axis=1), np.ptp(np.log(alpha), axis=1)
+        )
     for a in range(m):
         th = np.array(theta, dtype=np.float64, copy=True)
         th[a] = cap  # a whole row when theta is per label
@@ -339,8 +348,7 @@ def choose_with_dev(
         if ep is not None:  # ... and never
             ep = ep.copy()
             ep[a] = 0.0
-        th[a] = 0.0
-        others = table(_Candidate("", power, "fixed", th, ep), th)
+        others = float(spread.sum() - spread[a] + own[a])
         th[a] = _dominant_theta(others, log_prior, unit, cap)
         cands.append(_Candidate(f"LF {a} first", power, "fixed", th, ep))
 
