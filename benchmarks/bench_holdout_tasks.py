@@ -37,9 +37,9 @@ from sklearn import datasets as skd
 
 import snorkel_structured as ss
 from snorkel_structured import aggregators as ag
+from snorkel_structured.experiments.benchmark import dev_rows
 
 SEEDS = (0, 1, 2)
-N_DEV = 100
 
 
 def threshold_votes(X: np.ndarray, rules: list[tuple]) -> np.ndarray:
@@ -135,19 +135,13 @@ def classes() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _dev_rows(n_train: int, seed: int) -> np.ndarray:
-    """The N_DEV training rows whose truth the "+ 100 dev rows" column is given (as
-    the repository's benchmark draws them)."""
-    return np.sort(np.random.default_rng([seed, 2]).permutation(n_train)[:N_DEV])
-
-
 def _class_scores(L_tr, L_te, y_te, k, seed, y_tr) -> dict:
     def acc(pred):
         return float(np.mean(pred == y_te))
 
     lm = ss.StructuredLabelModel(ss.Discrete(k), seed=0).fit(L_tr, progress_bar=False)
     pred = lm.predict(L_te)
-    dev = _dev_rows(len(L_tr), seed)
+    dev = dev_rows(len(L_tr), seed)
     lm_dev = ss.StructuredLabelModel(ss.Discrete(k), seed=0).fit(
         L_tr, L_dev=L_tr[dev], Y_dev=y_tr[dev], progress_bar=False
     )
@@ -259,7 +253,7 @@ def rankings() -> pd.DataFrame:
                 return float(D[pred, Y_te].mean())
 
             lm = ss.StructuredLabelModel(space, seed=0).fit(L_tr, progress_bar=False)
-            dev = _dev_rows(len(L_tr), seed)
+            dev = dev_rows(len(L_tr), seed)
             lm_dev = ss.StructuredLabelModel(space, seed=0).fit(
                 L_tr, L_dev=L_tr[dev], Y_dev=Y[dev], progress_bar=False
             )

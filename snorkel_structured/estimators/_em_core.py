@@ -158,6 +158,7 @@ class _Problem:
         self._gathered: tuple[bytes, Any] = (b"", None)
         self._rows_cache: tuple[bytes, Any] = (b"", None)
         self._dists_cache: tuple[bytes, Any] = (b"", None)
+        self._cast_dists_cache: tuple[bytes, Any] = (b"", None)
         self._table_cache: tuple[Any, Any] = (None, None)
 
     @functools.cached_property
@@ -351,6 +352,18 @@ class _Problem:
         )
         return lf, vote - 1, of_lf, X, XcT
 
+    def _cast_dists(self, T: np.ndarray) -> np.ndarray:
+        """(n_cast, k) d^p from each vote cast (:attr:`_cast`) to T_j; the E- and
+        M-step of every EM step on one support read the same (kept)."""
+        key = T.tobytes()
+        if self._cast_dists_cache[0] != key:
+            vote = self._cast[1]
+            self._cast_dists_cache = (
+                key,
+                np.ascontiguousarray(self.rows(T)[:, vote].T),
+            )
+        return self._cast_dists_cache[1]
+
     def _cast_mix(
         self, theta: np.ndarray, T: np.ndarray, eps: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
@@ -364,9 +377,9 @@ class _Problem:
         key = ("cast", theta.tobytes(), T.tobytes(), eps.tobytes())
         if self._table_cache[0] == key:
             return self._table_cache[1]
-        lf, vote, _, _, _ = self._cast
+        lf, vote = self._cast[:2]
         th, logz, _ = self._label_moments(theta, T)
-        kept = self.rows(T)[:, vote].T * -th[lf]
+        kept = self._cast_dists(T) * -th[lf]
         kept -= (logz - np.log1p(-eps)[:, None])[lf]
         with np.errstate(under="ignore"):
             outlier = eps[lf] * np.exp(self.log_h[lf, vote])
@@ -654,12 +667,12 @@ class _Problem:
             num = np.einsum("uk,auk->ak", cR, D)
             return self.voted_f.T @ cR, num, None
         if eps is not None and self.blocks is None:
-            _, vote, of_lf, _, XcT = self._cast
+            of_lf, XcT = self._cast[2], self._cast[4]
             H = np.asarray(XcT @ R)  # (n_cast, k): posterior mass of each vote cast
             tot = of_lf @ H.sum(axis=1)  # each LF's voted mass
             H *= self._cast_mix(theta, T, eps)[0]  # the noise model's share
             N = np.asarray(of_lf @ H)
-            num = np.asarray(of_lf @ (H * self.rows(T)[:, vote].T))
+            num = np.asarray(of_lf @ (H * self._cast_dists(T)))
             new_eps = np.clip(
                 (tot - N.sum(axis=1)) / np.maximum(tot, 1e-300), _EPS_MIN, _EPS_MAX
             )

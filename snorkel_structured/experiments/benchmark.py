@@ -53,6 +53,7 @@ __all__ = [
     "BEST_LF",
     "METHODS",
     "benchmark_table",
+    "dev_rows",
     "plot_benchmark",
     "run_benchmark",
     "run_task",
@@ -95,6 +96,12 @@ COLUMNS = [
     "metric_name",
     "note",
 ]
+
+
+def dev_rows(n_train: int, seed: int) -> np.ndarray:
+    """Indices of the N_DEV training rows whose truth the "+ 100 dev rows" methods
+    are given (sorted; the same rows for every method of a task and seed)."""
+    return np.sort(np.random.default_rng([seed, 2]).permutation(n_train)[:N_DEV])
 
 
 def _subsample(
@@ -266,7 +273,7 @@ def run_task(
         TypeError, ``"failed: ..."`` when a method raised).
     """
     log = log or (lambda msg: print(msg, file=sys.stderr))
-    dev = np.sort(np.random.default_rng([seed, 2]).permutation(task.n_train)[:N_DEV])
+    dev = dev_rows(task.n_train, seed)
     build = _finite_methods if task.kind == "finite" else _manifold_methods
     rows = []
 
