@@ -69,9 +69,9 @@ def _registry() -> dict[str, _Codec]:
     codecs.append(
         _Codec(
             SupportPosterior,
-            ("table", "log_prior", "support", "r", "groups"),
+            ("table", "log_prior", "support", "r", "groups", "group_corr"),
             lambda kw: SupportPosterior(**kw),
-            optional=("groups",),
+            optional=("groups", "group_corr"),
         )
     )
     for cls in (WrappedNormal, RiemannianGaussian):

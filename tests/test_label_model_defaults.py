@@ -126,6 +126,68 @@ def test_pattern_weights_by_hand():
     assert pattern_weights(P, None) is None
 
 
+def test_pattern_weights_with_error_correlations_by_hand():
+    # LF a's vote weighs 1 / sum of its correlations with the members that voted:
+    # group {0, 1} at rho 0.5, group {2, 3} at rho 1 (copies: the 1/j above).
+    P = np.array([[0, 1, -1, 2], [0, -1, 2, -1], [-1, -1, 1, 0], [3, 3, 3, 3]])
+    groups = np.array([0, 0, 1, 1])
+    corr = np.array(
+        [[1.0, 0.5, 0, 0], [0.5, 1.0, 0, 0], [0, 0, 1.0, 1.0], [0, 0, 1.0, 1.0]]
+    )
+    third = 1.0 / 1.5
+    expected = np.array(
+        [
+            [third, third, 1.0, 1.0],
+            [1.0, 1.0, 1.0, 1.0],
+            [1.0, 1.0, 0.5, 0.5],
+            [third, third, 0.5, 0.5],
+        ]
+    )
+    np.testing.assert_allclose(pattern_weights(P, groups, corr), expected)
+    same = (groups[:, None] == groups[None, :]).astype(float)
+    np.testing.assert_array_equal(
+        pattern_weights(P, groups, same), pattern_weights(P, groups)
+    )
+
+
+def _shared_source_rankings(n=3000, seed=0):
+    """Rankings of 5 items by a score: LFs 0-2 add independent noise, LFs 3-5 mostly
+    one shared noise draw (each more accurate alone, their errors coincide)."""
+    rng = np.random.default_rng(seed)
+    space = ss.Permutations(5)
+    score, shared = rng.normal(size=(n, 5)), rng.normal(size=(n, 5))
+    noise = [0.9 * rng.normal(size=(n, 5)) for _ in range(3)]
+    noise += [0.6 * shared + 0.25 * rng.normal(size=(n, 5)) for _ in range(3)]
+
+    def labels(orders):
+        return np.array([space.index(tuple(o)) for o in orders])
+
+    L = np.stack([labels(np.argsort(-(score + e), axis=1)) for e in noise], axis=1)
+    return space, L, labels(np.argsort(-score, axis=1))
+
+
+def test_rankings_sharing_a_source_count_as_one_in_the_unweighted_vote(tmp_path):
+    space, L, Y = _shared_source_rankings()
+    with pytest.warns(IdentifiabilityWarning, match=r"LFs \[\[3, 4, 5\]\] order item"):
+        lm = ss.StructuredLabelModel(space, seed=0).fit(L, progress_bar=False)
+    assert lm.dependencies_  # the finite test flags them: the unweighted vote
+    assert sorted(lm.shared_sources_) == [(3, 4), (3, 5), (4, 5)]
+    assert lm.shrinkage_ == 1.0
+    np.testing.assert_array_equal(lm.vote_weights_[:3], 1.0)
+    assert (lm.vote_weights_[3:] < 0.6).all()
+    D = np.sqrt(space.squared_distance_matrix)
+    err = D[lm.predict(L), Y].mean()
+    best_lf = min(D[L[:, a], Y].mean() for a in range(6))
+    independent = ss.StructuredLabelModel(space, seed=0).fit(
+        L, progress_bar=False, dependencies=[]
+    )
+    assert err < best_lf - 0.2
+    assert err < D[independent.predict(L), Y].mean() - 0.2
+    lm.save(tmp_path / "lm.pkl")
+    loaded = ss.StructuredLabelModel(space).load(tmp_path / "lm.pkl")
+    np.testing.assert_array_equal(loaded.predict_proba(L), lm.predict_proba(L))
+
+
 def _brute_force_loo_risk(P, c, S, theta, w, T, groups):
     """sum_i c_i sum_a [a voted, another group voted] d(MAP without a's group, v_ia),
     from the model's definition P(v | y) = exp(-theta d^2(v, y)) / Z(y), each vote

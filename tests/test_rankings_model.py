@@ -620,3 +620,54 @@ def test_a_weight_at_its_cap_is_warned_about():
     with warnings.catch_warnings():
         warnings.simplefilter("error", IdentifiabilityWarning)
         evidence_checks(lm.stats_, 0.99 * theta, np.zeros(4), [])
+
+
+def test_label_pair_agreement_counts_the_item_pairs_as_defined():
+    # Mean of s_a s_b over the item pairs both LFs order, each row counted as often
+    # as its pattern: loops over rows, LF pairs and item pairs.
+    from snorkel_structured.rankings.dependencies import label_pair_agreement
+
+    rng = np.random.default_rng(3)
+    space = ss.Permutations(4)
+    orders = np.array(space.items)
+    P = rng.integers(-1, len(space), size=(40, 3))
+    counts = rng.integers(1, 4, size=40).astype(float)
+    got = label_pair_agreement(orders, P, counts)
+    agree, both = np.zeros((3, 3)), np.zeros((3, 3))
+    for row, c in zip(P, counts, strict=True):
+        for a in range(3):
+            for b in range(3):
+                if row[a] < 0 or row[b] < 0:
+                    continue
+                pa, pb = list(orders[row[a]]), list(orders[row[b]])
+                for i in range(4):
+                    for j in range(i + 1, 4):
+                        sa = 1 if pa.index(i) < pa.index(j) else -1
+                        sb = 1 if pb.index(i) < pb.index(j) else -1
+                        agree[a, b] += c * sa * sb
+                        both[a, b] += c
+    np.testing.assert_allclose(got.both, both)
+    np.testing.assert_allclose(got.agreement, agree / both)
+    assert got.n_items == 4
+
+
+def test_rank_one_error_rates_and_correlations_on_exact_agreements():
+    # A_ab = mu_a mu_b for independent LFs; LFs 0 and 1 err together at rho = 0.3:
+    # the rates come from the other pairs exactly, and rho from the flagged one.
+    from snorkel_structured.rankings.dependencies import (
+        PairAgreement,
+        rank_one_error_rates,
+        source_correlations,
+    )
+
+    mu = np.array([0.8, 0.6, 0.7, 0.5])
+    A = np.outer(mu, mu)
+    A[0, 1] = A[1, 0] = 0.48 + 0.3 * np.sqrt((1 - 0.64) * (1 - 0.36))
+    np.fill_diagonal(A, 1.0)
+    stats = PairAgreement(A, np.full((4, 4), 1e5), 5)
+    eps = rank_one_error_rates(stats, [(0, 1)])
+    np.testing.assert_allclose(eps, (1 - mu) / 2, atol=1e-12)
+    rho = source_correlations(stats, np.array([0, 0, 1, 2]), eps)
+    expected = np.eye(4)
+    expected[0, 1] = expected[1, 0] = 0.3
+    np.testing.assert_allclose(rho, expected, atol=1e-12)

@@ -274,6 +274,7 @@ def _choose_model(
     prior_pseudo_count: float,
     progress_bar: bool,
     row_weight: float = 1.0,
+    group_corr: np.ndarray | None = None,
 ) -> tuple[_Problem, np.ndarray, EMFit, int, str, list[str], dict[str, Any]]:
     """:func:`mle_estimate`'s choices on ``stats``: the support T, the noise variant,
     family and shrinkage, with the chosen model's fit and its problem.
@@ -291,6 +292,7 @@ def _choose_model(
         groups=groups,
         prior_pseudo_count=prior_pseudo_count,
         row_weight=row_weight,
+        group_corr=group_corr,
     )
     abstain_variants = _variants(abstain_dependent, "abstain_dependent")
     if not prob.any_abstain:
@@ -406,6 +408,7 @@ def _choose_model(
             groups,
             prior_pseudo_count=prior_pseudo_count,
             row_weight=row_weight,
+            group_corr=group_corr,
         )
         fit = _run_em(prob, T, fit.w, fit.theta.copy(), **opts)
         it += fit.n_iter
@@ -502,6 +505,7 @@ def _refit_chosen(
     prior_pseudo_count: float,
     max_iter: int,
     tol: float,
+    group_corr: np.ndarray | None = None,
 ) -> tuple[_Problem, EMFit]:
     """The model chosen on a sample of the rows, fitted on all of ``stats`` from the
     sample's fit (its support, variant, family and shrinkage kept)."""
@@ -510,6 +514,7 @@ def _refit_chosen(
         _SqDists(S, noise_model.get("power", 2.0)),
         groups=groups,
         prior_pseudo_count=prior_pseudo_count,
+        group_corr=group_corr,
     )
     options = _variant_options(noise_model, max_iter, tol)
     refit = _fit(prob, T, fit, fit.theta, fit.eps is not None, options)

@@ -70,13 +70,20 @@ _GATHER_MAX = 20_000_000
 _MAX_CANDIDATES = 64
 
 
-def pattern_weights(P: np.ndarray, groups: np.ndarray | None) -> np.ndarray | None:
+def pattern_weights(
+    P: np.ndarray, groups: np.ndarray | None, corr: np.ndarray | None = None
+) -> np.ndarray | None:
     """(u, m) weight of each vote: 1 / (LFs of its group that voted in the pattern).
 
     A group of dependent LFs speaks with one voice where several of them vote, and
     with its full voice where one votes alone (a weight of 1/g for every vote would
     also discount a lone vote, and collapsed the posterior of an LF that votes on
     most rows alone onto the prior). None when every group is a single LF.
+
+    ``corr`` (m, m), when given, is the correlation of the LFs' errors within each
+    group (1 on the diagonal, 0 across groups): LF a's vote then weighs
+    ``1 / sum_b corr_ab`` over the members b that voted, the design effect of
+    correlated votes (copies, corr = 1, give the 1 / j above).
     """
     if groups is None:
         return None
@@ -84,6 +91,8 @@ def pattern_weights(P: np.ndarray, groups: np.ndarray | None) -> np.ndarray | No
     if np.unique(groups).size == groups.size:
         return None
     voted = (np.asarray(P) != ABSTAIN).astype(np.float64)
+    if corr is not None:
+        return np.where(voted > 0, 1.0 / np.maximum(voted @ corr, 1.0), 1.0)
     onehot = np.eye(int(groups.max()) + 1)[groups]  # (m, n_groups)
     n_voting = (voted @ onehot)[:, groups]  # (u, m)
     return np.where(voted > 0, 1.0 / np.maximum(n_voting, 1.0), 1.0)
@@ -107,6 +116,7 @@ class _Problem:
         log_h: np.ndarray | None = None,
         prior_pseudo_count: float = 0.0,
         row_weight: float = 1.0,
+        group_corr: np.ndarray | None = None,
     ) -> None:
         self.sq = sq
         # How many rows of the data each counted row stands for (a random sample of
@@ -116,6 +126,8 @@ class _Problem:
         # pattern where j LFs of a group voted, each of their votes weighs 1/j in the
         # likelihood: the group speaks with one voice (see pattern_weights).
         self.groups = groups
+        # Correlation of the LFs' errors within each group (see pattern_weights).
+        self.group_corr = group_corr
         # Dirichlet pseudo-count per label in the prior's M-step (see prior_step).
         self.prior_pseudo_count = float(prior_pseudo_count)
         self.r = sq.r
@@ -133,7 +145,7 @@ class _Problem:
         self.u, self.m = self.P.shape
         self.n = float(self.c.sum())
         self.voted = self.P != ABSTAIN
-        self.pw = pattern_weights(self.P, groups)
+        self.pw = pattern_weights(self.P, groups, group_corr)
         # each vote's weight, 0 for abstains (float: BLAS products; bool is slow)
         self.voted_f = self.voted.astype(np.float64)
         if self.pw is not None:

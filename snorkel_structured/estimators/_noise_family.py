@@ -224,7 +224,7 @@ def choose_family(
     if labeled is not None:
         n_lab = float(np.sum(labeled[1]))
         weights = (1.0, max(1.0, float(np.sum(stats.counts)) / max(n_lab, 1.0)))
-    vw = base_prob.groups
+    vw, vc = base_prob.groups, base_prob.group_corr
     pc = base_prob.prior_pseudo_count
     rw = base_prob.row_weight
     # One set of distances per power, shared by every problem below (each keeps the
@@ -265,6 +265,7 @@ def choose_family(
             vw,
             prior_pseudo_count=pc,
             row_weight=rw,
+            group_corr=vc,
         )
         # From the base (not the halves' fits): a symmetric problem stays
         # symmetric. With outliers, from the same power's fit without them when
@@ -307,7 +308,13 @@ def choose_family(
         sq = sq_of(p)
         fit_on = [
             _Problem(
-                st, sq, weighted(lab, omega), vw, prior_pseudo_count=pc, row_weight=rw
+                st,
+                sq,
+                weighted(lab, omega),
+                vw,
+                prior_pseudo_count=pc,
+                row_weight=rw,
+                group_corr=vc,
             )
             for st, lab in halves
         ]
@@ -322,6 +329,7 @@ def choose_family(
                 log_h=fit_on[1 - j].log_h,
                 prior_pseudo_count=pc,
                 row_weight=rw,
+                group_corr=vc,
             )
             for j, (st, lab) in enumerate(halves)
         ]
@@ -369,7 +377,13 @@ def choose_family(
     fit, prob = refit(p, o, omega)
     if omega != 1.0:  # the fitted problem, with the labeled rows counted once
         prob = _Problem(
-            stats, sq_of(p), labeled, vw, prior_pseudo_count=pc, row_weight=rw
+            stats,
+            sq_of(p),
+            labeled,
+            vw,
+            prior_pseudo_count=pc,
+            row_weight=rw,
+            group_corr=vc,
         )
     return FamilyChoice(
         p, o, s, omega, _with_theta(fit, shrink_theta(fit.theta, s)), prob, scores

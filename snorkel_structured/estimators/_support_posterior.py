@@ -39,14 +39,17 @@ class SupportPosterior:
         support: np.ndarray,
         r: int,
         groups: np.ndarray | None = None,
+        group_corr: np.ndarray | None = None,
     ) -> None:
         self.table = table
         self.log_prior = log_prior
         self.support = support
         self.r = r
         self.n_lfs = table.shape[0]
-        # dependency groups: votes of j LFs of one group weigh 1/j each
+        # dependency groups: votes of j LFs of one group weigh 1/j each (or, with
+        # the correlations of their errors, 1 / their design effect)
         self.groups = groups
+        self.group_corr = group_corr
 
     def check(self, L: Any, name: str = "L") -> np.ndarray:
         return check_label_matrix(
@@ -64,7 +67,9 @@ class SupportPosterior:
         """:meth:`log_proba` with the unique rows themselves: (log P, rows, inverse)."""
         patterns, inverse = unique_rows(L, self.r)
         out = np.tile(self.log_prior, (patterns.shape[0], 1))
-        pw = pattern_weights(patterns, getattr(self, "groups", None))
+        pw = pattern_weights(
+            patterns, getattr(self, "groups", None), getattr(self, "group_corr", None)
+        )
         for a in range(self.n_lfs):  # one (n_patterns, k) gather per LF
             term = self.table[a][patterns[:, a] + 1]
             out += term if pw is None else term * pw[:, a : a + 1]

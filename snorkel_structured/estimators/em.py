@@ -268,6 +268,7 @@ def mle_estimate(
     groups: np.ndarray | None = None,
     prior_pseudo_count: float = 0.0,
     progress_bar: bool = False,
+    group_corr: np.ndarray | None = None,
 ) -> MLEEstimate:
     """Maximum-likelihood prior and theta of the finite noise model (EM over patterns).
 
@@ -325,6 +326,10 @@ def mle_estimate(
         group vote on a row, each vote weighs 1/j in the likelihood (the group
         speaks with one voice), and the choice of family and shrinkage scores each
         LF's votes against the model's answer from the LFs outside its group.
+    group_corr : ndarray of shape (n_lfs, n_lfs), optional
+        Correlation of the LFs' errors within each group (1 on the diagonal, 0
+        across groups): a vote then weighs 1 / (sum of its correlations with the
+        group's members that voted) instead of 1/j (see ``_em_core.pattern_weights``).
     prior_pseudo_count : float, default=0
         Dirichlet pseudo-count added to every label of the support in the prior's
         M-step (MAP instead of maximum likelihood), so that no label of a large
@@ -403,6 +408,7 @@ def mle_estimate(
         shrinkages=shrinkages,
         dependencies=dependencies,
         groups=groups,
+        group_corr=group_corr,
         prior_pseudo_count=prior_pseudo_count,
         progress_bar=progress_bar,
         row_weight=float(np.sum(stats.counts)) / float(np.sum(choice_stats.counts)),
@@ -416,6 +422,7 @@ def mle_estimate(
             fit,
             noise_model,
             groups=groups,
+            group_corr=group_corr,
             prior_pseudo_count=prior_pseudo_count,
             max_iter=max_iter,
             # as the choices' fits (see _choose_model): a large given support's prior

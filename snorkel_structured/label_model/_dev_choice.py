@@ -177,6 +177,7 @@ def _row_losses(
     D_T: np.ndarray,
     T: np.ndarray,
     groups: np.ndarray | None,
+    group_corr: np.ndarray | None = None,
 ) -> np.ndarray:
     """d(prediction, label) per labeled pattern, the prediction being the fitted
     model's ``predict(decision="distance")`` (the label of least E[d | votes]).
@@ -190,7 +191,7 @@ def _row_losses(
     ``D_T`` is (k, r): distances from the support's labels to every label; ``y_pos``
     the labels' positions in the support.
     """
-    post = SupportPosterior(table, log_prior, T, D_T.shape[1], groups)
+    post = SupportPosterior(table, log_prior, T, D_T.shape[1], groups, group_corr)
     logp, inverse = post.log_proba(post.check(P))
     tied = least_cost_ties(np.exp(logp) @ D_T)[inverse]  # (n, r)
     return (tied * D_T[y_pos]).sum(axis=1) / tied.sum(axis=1)
@@ -238,6 +239,7 @@ def choose_with_dev(
     labeled: tuple[np.ndarray, np.ndarray, np.ndarray],
     rng: np.random.Generator,
     n_folds: int = DEV_FOLDS,
+    group_corr: np.ndarray | None = None,
 ) -> DevChoice:
     """The candidate of least cross-validated mean distance on the labeled rows.
 
@@ -253,6 +255,9 @@ def choose_with_dev(
         The unsupervised fit: theta (n_lfs,) or (n_lfs, r), its noise power,
         outlier rates and vote distributions (or None), label-dependent abstain
         rates (n_lfs, k) (or None), and each LF's dependency group (or None).
+    group_corr : ndarray of shape (n_lfs, n_lfs), optional
+        Correlation of the LFs' errors within each group (see
+        ``_em_core.pattern_weights``); None: a group's votes weigh 1/j.
     labeled : (patterns, counts, labels)
         Labeled rows as unique vote patterns (u, n_lfs), their counts (u,) and
         label indices (u,).
@@ -359,7 +364,7 @@ def choose_with_dev(
     for cand in cands:
         if cand.mode == "fixed":
             loss = _row_losses(
-                table(cand, cand.theta), log_prior, P, y_pos, D_T, T, groups
+                table(cand, cand.theta), log_prior, P, y_pos, D_T, T, groups, group_corr
             )
             per_row = loss * c
         else:

@@ -49,6 +49,7 @@ from snorkel_structured.rankings._votes import (
 )
 from snorkel_structured.rankings.dependencies import (
     clusters_of,
+    clusters_shown,
     detect_dependent_pairs,
     source_shares,
 )
@@ -442,12 +443,7 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
                 )
             pairs = detect_dependent_pairs(stats) if m >= 4 else []
             if pairs:
-                groups = clusters_of(pairs, m)
-                shown = [
-                    list(np.flatnonzero(groups == g))
-                    for g in np.unique(groups)
-                    if np.sum(groups == g) > 1
-                ]
+                shown = clusters_shown(clusters_of(pairs, m))
                 _warnings.warn(
                     f"LFs {shown} agree with each other far more often than their "
                     "accuracies explain (they seem to share a source), so each group "

@@ -57,8 +57,19 @@ from snorkel_structured.label_model._structured_checks import (
 from snorkel_structured.noise.finite import (
     expected_sq_dist,
 )
+from snorkel_structured.rankings.dependencies import (
+    clusters_of,
+    clusters_shown,
+    label_pair_agreement,
+    rank_one_error_rates,
+    source_correlations,
+)
+from snorkel_structured.rankings.dependencies import (
+    detect_dependent_pairs as detect_ranking_dependencies,
+)
 from snorkel_structured.spaces.finite import DENSE_MAX_LABELS as _DENSE_MAX
 from snorkel_structured.spaces.finite import Discrete, FiniteMetricSpace
+from snorkel_structured.spaces.permutations import Permutations
 
 __all__ = ["StructuredLabelModel"]
 
@@ -107,7 +118,14 @@ def _moments(
 ) -> tuple[np.ndarray, float]:
     """E[d^2(lambda_a, Y)] per LF and the log-likelihood of ``stats`` under a model."""
     power, eps, log_h = family["power"], family["eps"], family["log_h"]
-    prob = _Problem(stats, _SqDists(S, power), None, family["groups"], log_h)
+    prob = _Problem(
+        stats,
+        _SqDists(S, power),
+        None,
+        family["groups"],
+        log_h,
+        group_corr=family.get("group_corr"),
+    )
     th = theta[:, T] if theta.ndim == 2 else theta
     w = prior[T]
     ll = prob.loglik(np.log(np.maximum(w, 1e-300)), th, T, family["alpha"], eps)
@@ -233,7 +251,15 @@ class StructuredLabelModel(
     vote_weights_ : ndarray of shape (n_lfs,)
         Each LF's weight in the posterior on a row where all g LFs of its group of
         mutually dependent LFs vote: 1/g (1 for an LF without dependencies). On a
-        row where j of them vote, each of their votes weighs 1/j.
+        row where j of them vote, each of their votes weighs 1/j. For the
+        groups of ``shared_sources_``: 1 / sum_b rho_ab over the group, rho_ab the
+        correlation of the LFs' errors (on a row, over the members that voted).
+    shared_sources_ : list of (int, int)
+        On :class:`~snorkel_structured.Permutations` with found dependencies
+        (``dependencies="auto"``): the LF pairs that order item pairs alike far more
+        often than their accuracies explain
+        (:func:`~snorkel_structured.rankings.dependencies.detect_dependent_pairs`);
+        the unweighted vote counts each cluster of them as one source. Else [].
     lf_groups_ : ndarray of int of shape (n_lfs,)
         Each LF's dependency group (connected components of ``dependencies_``).
     dependency_test_ : pandas.DataFrame or None
@@ -392,8 +418,10 @@ class StructuredLabelModel(
             agreeing; if any, "mle" gives every LF the same theta (the
             unweighted vote, its noise family chosen by leave-one-out risk; a
             family with outliers keeps a rate per LF, ``outlier_rate_``, which
-            discounts an LF whose votes stray from the rest) with a
-            warning naming them (``dependencies_``, ``dependency_test_``): found
+            discounts an LF whose votes stray from the rest; on ``Permutations``,
+            the clusters of LFs that order item pairs alike far more often than
+            their accuracies explain count as one source each, see
+            ``shared_sources_``) with a warning naming them (``dependencies_``, ``dependency_test_``): found
             dependencies are graded on real tasks, not copies, and counting each
             group as one LF measured worse than the unweighted vote. With labeled
             rows the cross-validated choice (see ``L_dev``) can still weigh them.
@@ -494,6 +522,31 @@ class StructuredLabelModel(
                 stacklevel=3,
             )
         return pairs
+
+    def _shared_sources(self, stats: VoteStats) -> tuple[np.ndarray, Any]:
+        """Clusters of LFs that share a source by the rankings' test, and the
+        correlation of their errors within each cluster ((n_lfs, n_lfs), or None
+        when the test flags no pair); sets ``shared_sources_`` and warns."""
+        agreement = label_pair_agreement(
+            np.asarray(self.space.items), stats.patterns, stats.counts
+        )
+        pairs = detect_ranking_dependencies(agreement)
+        self.shared_sources_ = pairs
+        if not pairs:
+            return np.arange(stats.n_lfs), None
+        clusters = clusters_of(pairs, stats.n_lfs)
+        corr = source_correlations(
+            agreement, clusters, rank_one_error_rates(agreement, pairs)
+        )
+        _warnings.warn(
+            f"LFs {clusters_shown(clusters)} order item pairs alike far more often than their "
+            "accuracies explain (they seem to read one source), so in the unweighted "
+            "vote each group counts as one source: its LFs' votes weigh their share "
+            "of it (vote_weights_, shared_sources_).",
+            IdentifiabilityWarning,
+            stacklevel=4,
+        )
+        return clusters, corr
 
     def _collect_stats(
         self, data: Any, name: str, n_lfs: int | None = None
@@ -600,7 +653,8 @@ class StructuredLabelModel(
         S = None if large else self.space.squared_distance_matrix
         support = self._support()
         vote_weights = dependency_weights(self._dependencies, stats.n_lfs)
-        pattern_groups = None
+        pattern_groups = group_corr = None
+        self.shared_sources_: list[tuple[int, int]] = []
         lf_groups = dependency_groups(self._dependencies, stats.n_lfs)
         groups = lf_groups
         shrinkages = (
@@ -622,6 +676,18 @@ class StructuredLabelModel(
             groups, vote_weights = np.arange(stats.n_lfs), None
             if self.shrinkage == "auto":
                 shrinkages = (1.0,)
+            if detected and isinstance(self.space, Permutations):
+                # On rankings a sharper test tells a shared source from graded
+                # dependence: pairs of LFs that order item pairs alike far more often
+                # than their accuracies explain (RankingLabelModel's test). The
+                # unweighted vote then counts each such cluster as one source, its
+                # members' votes weighed by their design effect: the vote of the
+                # majority reading one source no longer outweighs, and through the
+                # outlier rates discounts, the LFs that read others.
+                groups, group_corr = self._shared_sources(stats)
+                if group_corr is not None:
+                    pattern_groups = groups
+                    vote_weights = 1.0 / group_corr.sum(axis=1)
         elif self._dependencies:
             pattern_groups = groups
         dev_scores = None
@@ -648,6 +714,7 @@ class StructuredLabelModel(
                     shrinkages=shrinkages,
                     dependencies=self._dependencies,
                     groups=groups,
+                    group_corr=group_corr,
                     prior_pseudo_count=PRIOR_PSEUDO_COUNT
                     if self._spread_prior()
                     else 0.0,
@@ -671,9 +738,11 @@ class StructuredLabelModel(
                         groups=groups,
                         labeled=self._labeled,
                         rng=rng,
+                        group_corr=group_corr,
                     )
                     if not dev.grouped:
                         groups, pattern_groups = np.arange(stats.n_lfs), None
+                        group_corr = vote_weights = None
                     if dev.name != "label model":
                         theta, power, eps = dev.theta, dev.power, dev.eps
                         expected, ll = _moments(
@@ -687,6 +756,7 @@ class StructuredLabelModel(
                             log_h=log_h,
                             alpha=None if abstain is None else abstain[:, support],
                             groups=groups,
+                            group_corr=group_corr,
                         )
                     noise_model = dict(noise_model, dev_choice=dev.name)
                     dev_scores = dev.scores
@@ -775,7 +845,7 @@ class StructuredLabelModel(
         )
         self.lf_groups_ = lf_groups
         self._posterior = SupportPosterior(
-            table, np.log(self.prior_[T]), T, r, pattern_groups
+            table, np.log(self.prior_[T]), T, r, pattern_groups, group_corr
         )
         self._closing_checks(stats)
         return self

@@ -20,15 +20,23 @@ pair is left out of it: it cannot be judged, the others still can.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Protocol
+
 import numpy as np
 
-from snorkel_structured.rankings.estimate import RankingStats
+from snorkel_structured._validation import ABSTAIN
 
 __all__ = [
     "MIN_RATIO",
     "MIN_Z",
-    "detect_dependent_pairs",
+    "PairAgreement",
     "clusters_of",
+    "clusters_shown",
+    "detect_dependent_pairs",
+    "label_pair_agreement",
+    "rank_one_error_rates",
+    "source_correlations",
     "source_shares",
 ]
 
@@ -39,6 +47,75 @@ MIN_RATIO = 2.0
 MIN_Z = 4.0
 # Agreements that enter the fit are this many standard errors above 0.
 MIN_Z_AGREE = 2.0
+# Patterns per block when label_pair_agreement expands votes into item pairs.
+_BLOCK_PATTERNS = 4096
+
+
+class _Agreements(Protocol):
+    """What the test reads: :class:`~snorkel_structured.rankings.estimate.RankingStats`
+    or :class:`PairAgreement`."""
+
+    @property
+    def agreement(self) -> np.ndarray: ...
+
+    @property
+    def both(self) -> np.ndarray: ...
+
+    @property
+    def n_items(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class PairAgreement:
+    """LFs' pairwise agreement over item pairs, as the dependency test reads it.
+
+    Attributes
+    ----------
+    agreement : ndarray of shape (n_lfs, n_lfs)
+        Mean of ``s_a s_b`` over the item pairs both LFs order (NaN: none).
+    both : ndarray of shape (n_lfs, n_lfs)
+        How many item pairs both order (summed over rows).
+    n_items : int
+    """
+
+    agreement: np.ndarray
+    both: np.ndarray
+    n_items: int
+
+
+def label_pair_agreement(
+    orderings: np.ndarray, patterns: np.ndarray, counts: np.ndarray
+) -> PairAgreement:
+    """:class:`PairAgreement` of votes that are labels of an enumerated ranking space.
+
+    Parameters
+    ----------
+    orderings : ndarray of int of shape (n_labels, n_items)
+        Label j is the ordering ``orderings[j]`` (items first to last).
+    patterns : ndarray of int of shape (n_patterns, n_lfs)
+        Vote patterns (label indices, -1 abstain).
+    counts : ndarray of shape (n_patterns,)
+        Rows per pattern.
+    """
+    orderings = np.asarray(orderings)
+    n_items = orderings.shape[1]
+    pos = np.argsort(orderings, axis=1)  # each item's position, per label
+    i, j = np.triu_indices(n_items, 1)
+    sign = np.where(pos[:, j] > pos[:, i], 1.0, -1.0)  # (n_labels, n_pairs)
+    P = np.asarray(patterns)
+    root = np.sqrt(np.asarray(counts, dtype=np.float64))
+    m = P.shape[1]
+    agree, both = np.zeros((m, m)), np.zeros((m, m))
+    for start in range(0, P.shape[0], _BLOCK_PATTERNS):
+        block = P[start : start + _BLOCK_PATTERNS]
+        voted = (block != ABSTAIN) * root[start : start + _BLOCK_PATTERNS, None]
+        X = sign[np.maximum(block, 0)] * voted[:, :, None]  # (u, m, n_pairs)
+        X = X.transpose(1, 0, 2).reshape(m, -1)
+        agree += X @ X.T
+        both += (voted.T @ voted) * i.size  # a full ordering orders every pair
+    with np.errstate(invalid="ignore", divide="ignore"):
+        agreement = np.where(both > 0, agree / both, np.nan)
+    return PairAgreement(agreement, both, n_items)
 
 
 def _design(
@@ -120,25 +197,10 @@ def _residual_variance(logA: np.ndarray, usable: np.ndarray) -> float:
     return float(np.sum((logA[a, b] - X @ ell) ** 2) / dof) if dof > 0 else np.inf
 
 
-def detect_dependent_pairs(stats: RankingStats) -> list[tuple[int, int]]:
-    """Pairs of LFs that share a source (see the module docstring).
-
-    Two searches run: one judges each pair by a least-squares fit to the others, the
-    other by a least-absolute-deviations fit. Least squares misses a cluster of 3
-    or more LFs that share a source (their pairs confirm each other); least absolute
-    deviations can take the few pairs among accurate LFs for the outliers when many
-    weak LFs share a source. The flagged set kept is the one whose remaining pairs
-    fit the rank-one model best (smallest residual variance).
-
-    Parameters
-    ----------
-    stats : RankingStats
-
-    Returns
-    -------
-    pairs : list of (int, int)
-        Flagged pairs ``(a, b)``, ``a < b``, in the order they were flagged.
-    """
+def _usable_log_agreement(
+    stats: _Agreements,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(A, log A, usable pairs, rows' worth of instances) of the rank-one fit."""
     A = stats.agreement
     # Rows' worth of instances: pairs within a row are far from independent, so the
     # standard error counts each row that both LFs vote on as about n_items draws.
@@ -152,6 +214,29 @@ def detect_dependent_pairs(stats: RankingStats) -> list[tuple[int, int]]:
         z_agree = A * np.sqrt(n_eff / np.maximum(1.0 - A**2, 1e-12))
     usable = np.isfinite(logA) & (z_agree >= MIN_Z_AGREE) & (n_eff >= 10)
     np.fill_diagonal(usable, False)
+    return A, logA, usable, n_eff
+
+
+def detect_dependent_pairs(stats: _Agreements) -> list[tuple[int, int]]:
+    """Pairs of LFs that share a source (see the module docstring).
+
+    Two searches run: one judges each pair by a least-squares fit to the others, the
+    other by a least-absolute-deviations fit. Least squares misses a cluster of 3
+    or more LFs that share a source (their pairs confirm each other); least absolute
+    deviations can take the few pairs among accurate LFs for the outliers when many
+    weak LFs share a source. The flagged set kept is the one whose remaining pairs
+    fit the rank-one model best (smallest residual variance).
+
+    Parameters
+    ----------
+    stats : RankingStats or PairAgreement
+
+    Returns
+    -------
+    pairs : list of (int, int)
+        Flagged pairs ``(a, b)``, ``a < b``, in the order they were flagged.
+    """
+    A, logA, usable, n_eff = _usable_log_agreement(stats)
     best, best_var = [], _residual_variance(logA, usable)
     for robust in (False, True):
         flagged = _flag(A, logA, usable, n_eff, robust)
@@ -176,8 +261,18 @@ def clusters_of(pairs: list[tuple[int, int]], n_lfs: int) -> np.ndarray:
     return out
 
 
+def clusters_shown(clusters: np.ndarray) -> list[list[int]]:
+    """The clusters of more than one LF, as lists of LF indices (for messages)."""
+    clusters = np.asarray(clusters)
+    return [
+        np.flatnonzero(clusters == g).tolist()
+        for g in np.unique(clusters)
+        if np.sum(clusters == g) > 1
+    ]
+
+
 def source_shares(
-    stats: RankingStats, clusters: np.ndarray, eps: np.ndarray
+    stats: _Agreements, clusters: np.ndarray, eps: np.ndarray
 ) -> np.ndarray:
     """Each LF's share of its cluster's source: ``1 / sum_b rho_ab`` over its cluster.
 
@@ -198,7 +293,7 @@ def source_shares(
 
     Parameters
     ----------
-    stats : RankingStats
+    stats : RankingStats or PairAgreement
     clusters : ndarray of int of shape (n_lfs,)
         Cluster of each LF (:func:`clusters_of`).
     eps : ndarray of shape (n_lfs,)
@@ -209,6 +304,19 @@ def source_shares(
     -------
     ndarray of shape (n_lfs,), in (0, 1]
     """
+    return 1.0 / source_correlations(stats, clusters, eps).sum(axis=1)
+
+
+def source_correlations(
+    stats: _Agreements, clusters: np.ndarray, eps: np.ndarray
+) -> np.ndarray:
+    """``rho_ab`` of :func:`source_shares` within each cluster, 0 across clusters.
+
+    Returns
+    -------
+    ndarray of shape (n_lfs, n_lfs)
+        Symmetric, in [0, 1], with 1 on the diagonal.
+    """
     mu = 1.0 - 2.0 * np.asarray(eps, dtype=np.float64)
     var = 1.0 - mu**2
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -216,5 +324,27 @@ def source_shares(
     rho = np.clip(np.where(np.isfinite(rho), rho, 1.0), 0.0, 1.0)
     np.fill_diagonal(rho, 1.0)
     clusters = np.asarray(clusters)
-    same = clusters[:, None] == clusters[None, :]
-    return 1.0 / (rho * same).sum(axis=1)
+    return rho * (clusters[:, None] == clusters[None, :])
+
+
+def rank_one_error_rates(
+    stats: _Agreements, pairs: list[tuple[int, int]]
+) -> np.ndarray:
+    """Each LF's rate of ordering a pair against the truth, from the rank-one fit.
+
+    ``mu_a = exp(l_a)`` with ``l`` fitted to the usable agreements outside the
+    flagged ``pairs`` (``A_ab = mu_a mu_b`` for LFs independent given the truth),
+    ``eps_a = (1 - mu_a) / 2``. An LF the fit does not determine gets NaN (its
+    correlations then count as a copy's in :func:`source_correlations`).
+
+    Returns
+    -------
+    ndarray of shape (n_lfs,)
+    """
+    _, logA, usable, _ = _usable_log_agreement(stats)
+    for a, b in pairs:
+        usable[a, b] = usable[b, a] = False
+    ell = _fit_log_rank_one(logA, usable)
+    if ell is None:
+        return np.full(usable.shape[0], np.nan)
+    return (1.0 - np.minimum(np.exp(ell), 1.0)) / 2.0
