@@ -671,3 +671,16 @@ def test_rank_one_error_rates_and_correlations_on_exact_agreements():
     expected = np.eye(4)
     expected[0, 1] = expected[1, 0] = 0.3
     np.testing.assert_allclose(rho, expected, atol=1e-12)
+
+
+def test_dependency_test_with_one_judgeable_pair_flags_nothing():
+    # Only LFs 0 and 1 agree measurably: no other pair can predict theirs, so nothing
+    # is flagged (the robust search once failed on the empty fit with a ValueError).
+    from snorkel_structured.rankings.dependencies import (
+        PairAgreement,
+        detect_dependent_pairs,
+    )
+
+    A = np.eye(4)
+    A[0, 1] = A[1, 0] = 0.9
+    assert detect_dependent_pairs(PairAgreement(A, np.full((4, 4), 1e4), 10)) == []

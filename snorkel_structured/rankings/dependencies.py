@@ -160,6 +160,64 @@ def _fit_log_rank_one(
     return out
 
 
+def _left_out_predictions(
+    logA: np.ndarray, usable: np.ndarray, robust: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For every usable pair (a, b), ``l_a + l_b`` from :func:`_fit_log_rank_one` on
+    the other usable pairs (NaN where they do not determine it), all fits at once.
+
+    The fits are weighted least squares on one design, each with one row's weight
+    at 0: their normal equations are stacked and solved together, and so are the
+    reweighting steps of the robust fits (a fit stops when its step is below 1e-9,
+    as :func:`_fit_log_rank_one`'s does). Returns (a, b, prediction).
+    """
+    a, b = np.nonzero(np.triu(usable, 1))
+    n_pairs, m = a.size, usable.shape[0]
+    pred = np.full(n_pairs, np.nan)
+    if n_pairs < 2:
+        return a, b, pred
+    X = np.zeros((n_pairs, m))
+    X[np.arange(n_pairs), a] = 1.0
+    X[np.arange(n_pairs), b] = 1.0
+    y = logA[a, b]
+    keep = ~np.eye(n_pairs, dtype=bool)  # fit t: every pair but t
+    active = (keep @ X) > 0  # (fits, m): the LFs in some kept pair
+    n_active = active.sum(axis=1)
+    # _design's test: enough kept pairs, and full column rank on the active LFs
+    # (an inactive LF's column is zero and adds no rank)
+    rank = np.linalg.matrix_rank(keep[:, :, None] * X[None])
+    fits = np.flatnonzero((n_pairs - 1 >= n_active) & (rank == n_active))
+    if not fits.size:
+        return a, b, pred
+    W = keep[fits].astype(np.float64)
+    # an identity block on the inactive LFs keeps each system regular (their l is
+    # read as NaN below)
+    ridge = (~active[fits])[:, :, None] * np.eye(m)
+
+    def solve(weights: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        G = np.einsum("tp,pi,pj->tij", weights, X, X) + ridge[rows]
+        return np.linalg.solve(G, ((weights * y) @ X)[:, :, None])[:, :, 0]
+
+    ell = solve(W, np.arange(fits.size))
+    running = np.arange(fits.size)
+    for _ in range(100 if robust else 0):
+        resid = np.abs(y - ell[running] @ X.T)
+        weights = W[running] / np.maximum(resid, 1e-3)
+        new = solve(weights, running)
+        done = np.max(np.abs(new - ell[running]), axis=1) < 1e-9
+        ell[running] = new
+        running = running[~done]
+        if not running.size:
+            break
+    both_active = active[fits, a[fits]] & active[fits, b[fits]]
+    pred[fits] = np.where(
+        both_active,
+        ell[np.arange(fits.size), a[fits]] + ell[np.arange(fits.size), b[fits]],
+        np.nan,
+    )
+    return a, b, pred
+
+
 def _flag(
     A: np.ndarray, logA: np.ndarray, usable: np.ndarray, n_eff: np.ndarray, robust: bool
 ) -> list[tuple[int, int]]:
@@ -167,21 +225,19 @@ def _flag(
     usable = usable.copy()
     flagged: list[tuple[int, int]] = []
     while True:
-        best, best_ratio = None, MIN_RATIO
-        for a, b in zip(*np.nonzero(np.triu(usable, 1)), strict=True):
-            others = usable.copy()
-            others[a, b] = others[b, a] = False
-            ell = _fit_log_rank_one(logA, others, robust)
-            if ell is None or not np.isfinite(ell[a] + ell[b]):
-                continue  # the other pairs do not determine l_a and l_b
-            p0 = (1 - min(np.exp(ell[a] + ell[b]), 1.0)) / 2  # predicted disagreement
+        a, b, pred = _left_out_predictions(logA, usable, robust)
+        with np.errstate(invalid="ignore", over="ignore"):
+            p0 = (1 - np.minimum(np.exp(pred), 1.0)) / 2  # predicted disagreement
             p = (1 - A[a, b]) / 2
-            ratio = p0 / max(p, 1e-12)
-            z = (p0 - p) / np.sqrt(max(p0 * (1 - p0), 1e-12) / n_eff[a, b])
-            if ratio >= best_ratio and z >= MIN_Z:
-                best, best_ratio = (int(a), int(b)), ratio
-        if best is None:
+            ratio = p0 / np.maximum(p, 1e-12)
+            z = (p0 - p) / np.sqrt(np.maximum(p0 * (1 - p0), 1e-12) / n_eff[a, b])
+        # the other pairs must determine l_a and l_b (NaN fails both tests)
+        ok = np.flatnonzero((ratio >= MIN_RATIO) & (z >= MIN_Z))
+        if not ok.size:
             return flagged
+        # the largest ratio; of equal ones, the last pair (as a scan keeping >= would)
+        t = ok[np.flatnonzero(ratio[ok] == ratio[ok].max())[-1]]
+        best = (int(a[t]), int(b[t]))
         usable[best] = usable[best[::-1]] = False
         flagged.append(best)
 
