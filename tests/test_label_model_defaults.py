@@ -2,6 +2,7 @@
 prior, the leave-one-out choice of family and weights, dependencies found in the
 fit, and a few labeled rows that choose by cross-validation."""
 
+import copy
 import itertools
 import warnings
 
@@ -14,12 +15,13 @@ from snorkel_structured.estimators._agreement import excess_agreement_z
 from snorkel_structured.estimators._em_core import EMFit, _Problem, pattern_weights
 from snorkel_structured.estimators._noise_kernel import _SqDists
 from snorkel_structured.estimators._stats import VoteStats
+from snorkel_structured.estimators._support_posterior import SupportPosterior
 from snorkel_structured.exceptions import IdentifiabilityWarning
 from snorkel_structured.label_model._closing_checks import (
     ONE_ANSWER_SHARE,
     _warning_sample,
 )
-from snorkel_structured.label_model._dev_choice import DEV_MIN_SE
+from snorkel_structured.label_model._dev_choice import DEV_MIN_SE, posterior_table
 from snorkel_structured.label_model.structured import PRIOR_PSEUDO_COUNT
 
 
@@ -188,10 +190,50 @@ def test_rankings_sharing_a_source_count_as_one_in_the_unweighted_vote(tmp_path)
     np.testing.assert_array_equal(loaded.predict_proba(L), lm.predict_proba(L))
 
 
-def _brute_force_loo_risk(P, c, S, theta, w, T, groups):
+def test_dependent_rankings_with_a_consensus_truth_get_a_flatter_posterior():
+    # The truth is a composite score of the LFs' own measures; the finite test finds
+    # dependent pairs. The likelihood's posterior counts their shared agreement as
+    # evidence; a flatter one's least-expected-distance answer (towards Borda's
+    # order) predicts held-out votes better, and so the truth.
+    task = ss.datasets.load_metabolic_score_rankings(seed=0)
+    lm = ss.StructuredLabelModel(task.space, seed=0).fit(
+        task.L_train, progress_bar=False
+    )
+    assert lm.dependencies_ and lm.shrinkage_ == 1.0
+    f = lm.noise_model_["temperature"]
+    assert f < 1.0 and lm.noise_model_["temperature_z"] > 2.0
+    D = np.sqrt(task.space.squared_distance_matrix)
+    err = D[lm.predict(task.L_test, decision="distance"), task.Y_test].mean()
+    # the same model at the likelihood's sharpness (theta / f)
+    outliers = lm.noise_model_["outliers"]
+    sharp = copy.deepcopy(lm)
+    sharp.theta_ = lm.theta_ / f
+    sharp._posterior = SupportPosterior(
+        posterior_table(
+            task.space.squared_distance_matrix,
+            sharp.theta_,
+            lm.support_,
+            power=lm.noise_power_,
+            eps=lm.outlier_rate_ if outliers else None,
+            log_h=np.log(np.maximum(lm.outlier_dist_, 1e-300)) if outliers else None,
+        ),
+        lm._posterior.log_prior,
+        lm.support_,
+        len(task.space),
+        lm._posterior.groups,
+        lm._posterior.group_corr,
+    )
+    err_sharp = D[sharp.predict(task.L_test, decision="distance"), task.Y_test].mean()
+    borda = ss.aggregators.borda(task.L_test, task.space)
+    assert err < err_sharp
+    assert err <= D[borda, task.Y_test].mean() + 0.005
+
+
+def _brute_force_loo_risk(P, c, S, theta, w, T, groups, decision="map"):
     """sum_i c_i sum_a [a voted, another group voted] d(MAP without a's group, v_ia),
     from the model's definition P(v | y) = exp(-theta d^2(v, y)) / Z(y), each vote
-    weighing 1/j where j LFs of its group voted."""
+    weighing 1/j where j LFs of its group voted; ``decision="distance"``: the label
+    of T of least expected distance under that posterior instead of the MAP."""
     D = np.sqrt(S)
     logP = -theta[:, None, None] * S[None, :, :]  # (m, y, v)
     logP -= np.log(np.exp(logP).sum(axis=2, keepdims=True))
@@ -213,12 +255,19 @@ def _brute_force_loo_risk(P, c, S, theta, w, T, groups):
                 + sum(logP[b, T[j], P[i, b]] / n_voting[groups[b]] for b in others)
                 for j in range(T.size)
             ]
-            total += c[i] * D[T[int(np.argmax(score))], P[i, a]]
+            if decision == "map":
+                pick = int(np.argmax(score))
+            else:
+                post = np.exp(np.array(score) - max(score))
+                post /= post.sum()
+                pick = int(np.argmin([post @ D[T, T[j]] for j in range(T.size)]))
+            total += c[i] * D[T[pick], P[i, a]]
     return total
 
 
+@pytest.mark.parametrize("decision", ["map", "distance"])
 @pytest.mark.parametrize("groups", [None, np.array([0, 0, 1, 2])])
-def test_leave_one_out_risk_matches_brute_force(groups):
+def test_leave_one_out_risk_matches_brute_force(groups, decision):
     space = ss.Permutations(3)
     S = space.squared_distance_matrix
     rng = np.random.default_rng(0)
@@ -228,10 +277,10 @@ def test_leave_one_out_risk_matches_brute_force(groups):
     T = np.array([0, 2, 3, 5])
     w = np.array([0.1, 0.4, 0.3, 0.2])
     theta = np.array([0.3, 1.1, 0.7, 0.2])
-    got = prob.c @ prob.leave_one_out_risk(np.log(w), theta, T)
+    got = prob.c @ prob.leave_one_out_risk(np.log(w), theta, T, decision=decision)
     P, c = np.asarray(stats.patterns), np.asarray(stats.counts)
     g = np.arange(4) if groups is None else groups
-    want = _brute_force_loo_risk(P, c, S, theta, w, T, g)
+    want = _brute_force_loo_risk(P, c, S, theta, w, T, g, decision)
     assert got == pytest.approx(want, rel=1e-12)
 
 
@@ -343,6 +392,8 @@ def test_auto_dependencies_find_a_copy_and_weigh_every_lf_the_same():
     assert lm.dependency_test_ is not None and len(lm.dependency_test_) == 10
     # found dependencies: the unweighted vote, whatever the agreements suggest
     assert np.ptp(lm.theta_) == 0.0 and lm.shrinkage_ == 1.0
+    # its sharpness is chosen on rankings only (see the next test)
+    assert "temperature" not in lm.noise_model_
     # declared, the same pair makes the copy and its original one voice instead
     declared = ss.StructuredLabelModel(space, seed=0).fit(
         L, progress_bar=False, dependencies=[(0, 4)]

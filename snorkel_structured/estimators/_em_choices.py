@@ -32,6 +32,7 @@ from snorkel_structured.estimators._noise_family import (
     _variant_options,
     _with_theta,
     choose_family,
+    choose_temperature,
     shrink_theta,
     unweighted_safety_net,
 )
@@ -275,12 +276,15 @@ def _choose_model(
     progress_bar: bool,
     row_weight: float = 1.0,
     group_corr: np.ndarray | None = None,
+    temper: bool = False,
 ) -> tuple[_Problem, np.ndarray, EMFit, int, str, list[str], dict[str, Any]]:
     """:func:`mle_estimate`'s choices on ``stats``: the support T, the noise variant,
     family and shrinkage, with the chosen model's fit and its problem.
 
     ``row_weight``: the rows each row of ``stats`` stands for (``stats`` a random
     sample of the data's rows), so that every criterion reads as on all rows.
+    ``temper``: the LFs were found dependent, so the unweighted vote (shrinkage 1)
+    also gets its sharpness chosen (:func:`._noise_family.choose_temperature`).
 
     Returns (problem, T, fit, EM iterations, start's name, warnings, noise model).
     """
@@ -489,6 +493,10 @@ def _choose_model(
             )
             msgs.append(msg)
             _warnings.warn(msg, IdentifiabilityWarning, stacklevel=3)
+    if temper and labeled is None and shrinkages == (1.0,) and fit.theta.ndim == 1:
+        f, z = choose_temperature(prob, T, fit)
+        noise_model.update(temperature=f, temperature_z=z)
+        fit = _with_theta(fit, fit.theta * f)
     if labeled is not None:
         noise_model["dev_weight"] = choice.dev_weight
     return prob, T, fit, it, name, msgs, noise_model
@@ -519,6 +527,7 @@ def _refit_chosen(
     options = _variant_options(noise_model, max_iter, tol)
     refit = _fit(prob, T, fit, fit.theta, fit.eps is not None, options)
     theta = shrink_theta(refit.theta, float(noise_model.get("shrinkage", 0.0)))
+    theta = theta * float(noise_model.get("temperature", 1.0))
     return prob, _with_theta(refit, theta)
 
 

@@ -597,6 +597,7 @@ class _Problem:
         T: np.ndarray,
         alpha: np.ndarray | None = None,
         eps: np.ndarray | None = None,
+        decision: str = "map",
     ) -> np.ndarray:
         """Per pattern, sum over LFs a of d(MAP without a's group, lambda_a), (u,).
 
@@ -609,6 +610,10 @@ class _Problem:
         outliers even when its answers get worse. Each LF's whole dependency group
         (``groups``) is left out (its members would vouch for each other).
         A vote counts where an LF outside its group voted too.
+
+        ``decision="distance"`` scores the label of T of least posterior expected
+        distance instead of the MAP (``predict(decision="distance")`` on the
+        support): it, unlike the MAP, depends on how sharp the posterior is.
         """
         per_lf = self.vote_log_terms(theta, T, eps, alpha)
         G = per_lf.sum(axis=0) + log_w[None, :]  # (u, k)
@@ -619,6 +624,8 @@ class _Problem:
             members = groups == g
             others = (self.voted & ~members[None, :]).any(axis=1)
             G_g = G - per_lf[members].sum(axis=0)
+            if decision == "distance":  # minus the expected distance: higher is better
+                G_g = -(normalize_log_rows(G_g)[0] @ D_T[:, T])
             yhat = np.argmax(G_g, axis=1)
             votes = np.maximum(self.P[:, members], 0)
             d = D_T[yhat[:, None], votes]  # (u, |g|)

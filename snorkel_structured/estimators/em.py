@@ -269,6 +269,7 @@ def mle_estimate(
     prior_pseudo_count: float = 0.0,
     progress_bar: bool = False,
     group_corr: np.ndarray | None = None,
+    temper: bool = False,
 ) -> MLEEstimate:
     """Maximum-likelihood prior and theta of the finite noise model (EM over patterns).
 
@@ -330,6 +331,11 @@ def mle_estimate(
         Correlation of the LFs' errors within each group (1 on the diagonal, 0
         across groups): a vote then weighs 1 / (sum of its correlations with the
         group's members that voted) instead of 1/j (see ``_em_core.pattern_weights``).
+    temper : bool, default=False
+        The LFs were found dependent: with ``shrinkages=(1.0,)`` (the unweighted
+        vote) and no labeled rows, theta is also multiplied by the factor of least
+        leave-one-out risk of the distance decision
+        (:func:`._noise_family.choose_temperature`; ``noise_model["temperature"]``).
     prior_pseudo_count : float, default=0
         Dirichlet pseudo-count added to every label of the support in the prior's
         M-step (MAP instead of maximum likelihood), so that no label of a large
@@ -409,6 +415,7 @@ def mle_estimate(
         dependencies=dependencies,
         groups=groups,
         group_corr=group_corr,
+        temper=temper,
         prior_pseudo_count=prior_pseudo_count,
         progress_bar=progress_bar,
         row_weight=float(np.sum(stats.counts)) / float(np.sum(choice_stats.counts)),
