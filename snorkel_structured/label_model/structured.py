@@ -424,9 +424,10 @@ class StructuredLabelModel(
             ``shared_sources_``, and theta is scaled by the factor, of 1, 0.5, 0.2
             and 0.1, whose least-expected-distance answer best predicts held-out
             LFs' votes, by two standard errors over 1:
-            ``noise_model_["temperature"]``) with a warning naming them (``dependencies_``, ``dependency_test_``): found
-            dependencies are graded on real tasks, not copies, and counting each
-            group as one LF measured worse than the unweighted vote. With labeled
+            ``noise_model_["temperature"]``) with a warning naming them
+            (``dependencies_``, ``dependency_test_``): found dependencies are
+            graded on real tasks, not copies, and counting each group as one LF
+            measured worse than the unweighted vote. With labeled
             rows the cross-validated choice (see ``L_dev``) can still weigh them.
             None or [] declares none.
         **config
@@ -542,10 +543,10 @@ class StructuredLabelModel(
             agreement, clusters, rank_one_error_rates(agreement, pairs)
         )
         _warnings.warn(
-            f"LFs {clusters_shown(clusters)} order item pairs alike far more often than their "
-            "accuracies explain (they seem to read one source), so in the unweighted "
-            "vote each group counts as one source: its LFs' votes weigh their share "
-            "of it (vote_weights_, shared_sources_).",
+            f"LFs {clusters_shown(clusters)} order item pairs alike far more often "
+            "than their accuracies explain (they seem to read one source), so in the "
+            "unweighted vote each group counts as one source: its LFs' votes weigh "
+            "their share of it (vote_weights_, shared_sources_).",
             IdentifiabilityWarning,
             stacklevel=4,
         )

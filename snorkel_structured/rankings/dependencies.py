@@ -49,6 +49,8 @@ MIN_Z = 4.0
 MIN_Z_AGREE = 2.0
 # Patterns per block when label_pair_agreement expands votes into item pairs.
 _BLOCK_PATTERNS = 4096
+# Left-out rank-one fits solved together (each holds a (pairs, n_lfs) design).
+_FIT_BLOCK = 64
 
 
 class _Agreements(Protocol):
@@ -167,9 +169,10 @@ def _left_out_predictions(
     the other usable pairs (NaN where they do not determine it), all fits at once.
 
     The fits are weighted least squares on one design, each with one row's weight
-    at 0: their normal equations are stacked and solved together, and so are the
-    reweighting steps of the robust fits (a fit stops when its step is below 1e-9,
-    as :func:`_fit_log_rank_one`'s does). Returns (a, b, prediction).
+    at 0: their normal equations are stacked and solved together (``_FIT_BLOCK``
+    fits at a time), and so are the reweighting steps of the robust fits (a fit
+    stops when its step is below 1e-9, as :func:`_fit_log_rank_one`'s does).
+    Returns (a, b, prediction).
     """
     a, b = np.nonzero(np.triu(usable, 1))
     n_pairs, m = a.size, usable.shape[0]
@@ -180,26 +183,45 @@ def _left_out_predictions(
     X[np.arange(n_pairs), a] = 1.0
     X[np.arange(n_pairs), b] = 1.0
     y = logA[a, b]
-    keep = ~np.eye(n_pairs, dtype=bool)  # fit t: every pair but t
-    active = (keep @ X) > 0  # (fits, m): the LFs in some kept pair
-    n_active = active.sum(axis=1)
-    # _design's test: enough kept pairs, and full column rank on the active LFs
-    # (an inactive LF's column is zero and adds no rank)
-    rank = np.linalg.matrix_rank(keep[:, :, None] * X[None])
-    fits = np.flatnonzero((n_pairs - 1 >= n_active) & (rank == n_active))
-    if not fits.size:
-        return a, b, pred
-    W = keep[fits].astype(np.float64)
+    for start in range(0, n_pairs, _FIT_BLOCK):
+        t = np.arange(start, min(start + _FIT_BLOCK, n_pairs))
+        keep = np.ones((t.size, n_pairs), dtype=bool)  # fit t: every pair but t
+        keep[np.arange(t.size), t] = False
+        active = (keep @ X) > 0  # (fits, m): the LFs in some kept pair
+        n_active = active.sum(axis=1)
+        # _design's test: enough kept pairs, and full column rank on the active LFs
+        # (an inactive LF's column is zero and adds no rank)
+        rank = np.linalg.matrix_rank(keep[:, :, None] * X[None])
+        ok = np.flatnonzero((n_pairs - 1 >= n_active) & (rank == n_active))
+        if ok.size:
+            pred[t[ok]] = _weighted_fits(
+                X, y, keep[ok], active[ok], a[t[ok]], b[t[ok]], robust
+            )
+    return a, b, pred
+
+
+def _weighted_fits(
+    X: np.ndarray,
+    y: np.ndarray,
+    keep: np.ndarray,
+    active: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    robust: bool,
+) -> np.ndarray:
+    """``l_a + l_b`` of the least-squares (or, ``robust``, least-absolute-deviations)
+    fits of y ~ X l on the rows each fit keeps; NaN where a or b is inactive."""
+    W = keep.astype(np.float64)
     # an identity block on the inactive LFs keeps each system regular (their l is
     # read as NaN below)
-    ridge = (~active[fits])[:, :, None] * np.eye(m)
+    ridge = (~active)[:, :, None] * np.eye(X.shape[1])
 
     def solve(weights: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        G = np.einsum("tp,pi,pj->tij", weights, X, X) + ridge[rows]
+        G = (X.T[None] * weights[:, None, :]) @ X + ridge[rows]
         return np.linalg.solve(G, ((weights * y) @ X)[:, :, None])[:, :, 0]
 
-    ell = solve(W, np.arange(fits.size))
-    running = np.arange(fits.size)
+    ell = solve(W, np.arange(W.shape[0]))
+    running = np.arange(W.shape[0])
     for _ in range(100 if robust else 0):
         resid = np.abs(y - ell[running] @ X.T)
         weights = W[running] / np.maximum(resid, 1e-3)
@@ -209,13 +231,9 @@ def _left_out_predictions(
         running = running[~done]
         if not running.size:
             break
-    both_active = active[fits, a[fits]] & active[fits, b[fits]]
-    pred[fits] = np.where(
-        both_active,
-        ell[np.arange(fits.size), a[fits]] + ell[np.arange(fits.size), b[fits]],
-        np.nan,
-    )
-    return a, b, pred
+    rows = np.arange(W.shape[0])
+    both_active = active[rows, a] & active[rows, b]
+    return np.where(both_active, ell[rows, a] + ell[rows, b], np.nan)
 
 
 def _flag(
