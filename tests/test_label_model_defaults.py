@@ -190,6 +190,29 @@ def test_rankings_sharing_a_source_count_as_one_in_the_unweighted_vote(tmp_path)
     np.testing.assert_array_equal(loaded.predict_proba(L), lm.predict_proba(L))
 
 
+def test_distance_decision_risk_through_low_rank_distances(monkeypatch):
+    # On S5 (120 labels) Kendall's distances have rank 11: the risk reads them as
+    # thin factors, and must equal the risk from the full (k, k) distances.
+    from snorkel_structured.estimators import _em_core
+
+    space = ss.Permutations(5)
+    S = space.squared_distance_matrix
+    rng = np.random.default_rng(1)
+    L = rng.integers(-1, 120, size=(400, 4))
+    stats = VoteStats.from_label_matrix(L, n_labels=120)
+    T = np.arange(120)
+    log_w = np.log(rng.dirichlet(np.ones(120)))
+    theta = np.array([0.3, 0.9, 0.5, 0.2])
+    prob = _Problem(stats, _SqDists(S, 1.0), groups=np.array([0, 0, 1, 2]))
+    got = prob.leave_one_out_risk(log_w, theta, T, decision="distance")
+    assert prob._distance_factors(T, np.sqrt(S))[0].shape == (120, 11)
+    monkeypatch.setattr(_em_core, "_FACTOR_MIN_LABELS", 10**6)
+    full = _Problem(stats, _SqDists(S, 1.0), groups=np.array([0, 0, 1, 2]))
+    want = full.leave_one_out_risk(log_w, theta, T, decision="distance")
+    assert full._distance_factors(T, np.sqrt(S)) is None
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
 def test_dependent_rankings_with_a_consensus_truth_get_a_flatter_posterior():
     # The truth is a composite score of the LFs' own measures; the finite test finds
     # dependent pairs. The likelihood's posterior counts their shared agreement as

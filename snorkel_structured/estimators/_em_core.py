@@ -65,6 +65,9 @@ _PSEUDO_VOTES = 1.0
 _TENSOR_START_MAX = 1000
 # Largest (n_lfs, n_patterns, k) array of gathered distances EM keeps (8 bytes each).
 _GATHER_MAX = 20_000_000
+# Supports above this many labels get a low-rank factorization of their distances
+# for the expected-distance decision, where it has one (see _distance_factors).
+_FACTOR_MIN_LABELS = 64
 # Candidate labels scored by the support search (all labels when r is at most this;
 # otherwise the most-voted labels): bounds the (n_patterns, n_candidates) tables.
 _MAX_CANDIDATES = 64
@@ -172,6 +175,7 @@ class _Problem:
         self._dists_cache: tuple[bytes, Any] = (b"", None)
         self._cast_dists_cache: tuple[bytes, Any] = (b"", None)
         self._table_cache: tuple[Any, Any] = (None, None)
+        self._factors_cache: tuple[bytes, Any] = (b"", None)
 
     @functools.cached_property
     def cA(self) -> np.ndarray:
@@ -625,7 +629,13 @@ class _Problem:
             others = (self.voted & ~members[None, :]).any(axis=1)
             G_g = G - per_lf[members].sum(axis=0)
             if decision == "distance":  # minus the expected distance: higher is better
-                G_g = -(normalize_log_rows(G_g)[0] @ D_T[:, T])
+                post = normalize_log_rows(G_g)[0]
+                factors = self._distance_factors(T, D_T)
+                if factors is None:
+                    G_g = -(post @ D_T[:, T])
+                else:
+                    V, lam = factors
+                    G_g = -((post @ V) * lam) @ V.T
             yhat = np.argmax(G_g, axis=1)
             votes = np.maximum(self.P[:, members], 0)
             d = D_T[yhat[:, None], votes]  # (u, |g|)
@@ -645,6 +655,28 @@ class _Problem:
             )
             risk += np.where(counted, d, 0.0).sum(axis=1)
         return risk
+
+    def _distance_factors(
+        self, T: np.ndarray, D_T: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """(V, lambda) with d(T_i, T_j) = (V diag(lambda) V^T)_ij when the support's
+        distance matrix has rank at most k / 4 (Kendall's tau on S_n: n(n-1)/2 + 1),
+        else None; kept per support.
+
+        The expected distance of every label under every pattern's posterior is
+        then two thin products, not a (u, k) x (k, k) one: on S6 (720 labels, rank
+        16) 22 times fewer operations, on a 2,048-label support 90 times.
+        """
+        key = T.tobytes()
+        if self._factors_cache[0] != key:
+            factors = None
+            if T.size > _FACTOR_MIN_LABELS:
+                lam, V = np.linalg.eigh(D_T[:, T])
+                keep = np.abs(lam) > 1e-9 * np.abs(lam).max()
+                if keep.sum() <= T.size // 4:
+                    factors = (np.ascontiguousarray(V[:, keep]), lam[keep])
+            self._factors_cache = (key, factors)
+        return self._factors_cache[1]
 
     def prior_step(self, R: np.ndarray) -> np.ndarray:
         """The prior's M-step: posterior mass per label, plus ``prior_pseudo_count``.
