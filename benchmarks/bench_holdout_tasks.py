@@ -14,7 +14,9 @@ a new hold-out to be believed.
 - ``rankings``: ``Permutations(n)`` normalized Kendall distance of
   ``StructuredLabelModel.predict(decision="distance")`` (also with 100 dev rows)
   against majority, Kemeny,
-  Borda, the Frechet mean and the best single LF (oracle);
+  Borda, the Frechet mean and the best single LF (oracle); the "composite" tasks
+  (added at stop 38, after the model's last change) order by a consensus of the
+  LFs' own columns, the sum of their z-scores;
 - ``lists``: ``RankingLabelModel`` on lists of 12-20 items with top-k LFs, through the
   list benchmark's methods (Borda, RRF, Copeland, Kemeny, UWS, oracles);
 - ``regression``: ``ManifoldLabelModel(Euclidean(1))`` mean absolute error against the
@@ -188,7 +190,8 @@ def rankings() -> pd.DataFrame:
     iris, cancer, wine = skd.load_iris(), skd.load_breast_cancer(), skd.load_wine()
     diabetes = skd.load_diabetes()
     fc, fw = list(cancer.feature_names).index, list(wine.feature_names).index
-    # (table, truth column, [(LF column, sign)], items per group)
+    # (table, truth column, [(LF column, sign)], items per group); truth None: the
+    # sum of the LF columns' z-scores (a consensus of the LFs' own signals)
     tasks = {
         "iris petal length (S4)": (iris.data, 2, [(3, 1), (0, 1), (1, -1)], 4),
         "tumour worst texture (S4)": (
@@ -232,6 +235,41 @@ def rankings() -> pd.DataFrame:
             [(3, 1), (4, 1), (6, -1), (7, 1), (8, 1)],
             4,
         ),
+        "tumour composite (S5)": (
+            cancer.data,
+            None,
+            [
+                (fc(c), 1)
+                for c in ("mean radius", "mean texture", "mean smoothness")
+                + ("mean compactness", "mean symmetry")
+            ],
+            5,
+        ),
+        "tumour size and shape composite (S4)": (
+            cancer.data,
+            None,
+            [
+                (fc(c), 1)
+                for c in ("mean radius", "mean perimeter", "mean area")
+                + ("mean concavity", "mean concave points")
+            ],
+            4,
+        ),
+        "wine composite (S4)": (
+            wine.data,
+            None,
+            [
+                (fw(c), 1)
+                for c in ("alcohol", "flavanoids", "color_intensity", "proline", "hue")
+            ],
+            4,
+        ),
+        "diabetes composite (S5)": (
+            diabetes.data,
+            None,
+            [(2, 1), (3, 1), (4, 1), (8, 1), (9, 1)],
+            5,
+        ),
     }
     rows = []
     for name, (X, truth, lfs, n_items) in tasks.items():
@@ -245,7 +283,12 @@ def rankings() -> pd.DataFrame:
                 [rng.choice(len(X), n_items, replace=False) for _ in range(2000)]
             )
 
-            Y = _order(X[groups, truth], code)
+            if truth is None:
+                Z = (X - X.mean(axis=0)) / X.std(axis=0)
+                score = sum(s * Z[:, c] for c, s in lfs)
+            else:
+                score = X[:, truth]
+            Y = _order(score[groups], code)
             L = np.stack([_order(s * X[groups, c], code) for c, s in lfs], axis=1)
             L_tr, L_te, Y_te = L[:1500], L[1500:], Y[1500:]
 
