@@ -229,8 +229,11 @@ class StructuredLabelModel(
         ``abstain_dependent_``.
     noise_model_ : dict
         The noise model the data chose ("mle"): ``{"prior": "free" | "uniform" |
-        "fixed", "theta": "shared" | "lf" | "label", "abstain": bool}``; empty for
-        "tensor" and "uws".
+        "fixed", "theta": "shared" | "lf" | "label", "abstain": bool}``, with the
+        family (``"power"``, ``"outliers"``, ``"shrinkage"``) and, where made, the
+        other choices' evidence (``"safety_net_z"``; on ``Permutations`` with found
+        dependencies, ``"temperature"``, the factor on theta, and
+        ``"temperature_z"``); empty for "tensor" and "uws".
     label_dependent_ : bool
         Whether ``theta_`` is (n_lfs, r) (one theta per LF and label).
     abstain_dependent_ : bool
