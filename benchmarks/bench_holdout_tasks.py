@@ -186,6 +186,11 @@ def _order(values: np.ndarray, code: dict) -> np.ndarray:
     return np.array([code[tuple(r)] for r in ranks])
 
 
+def _composite(X: np.ndarray, columns: list[int], n_items: int) -> tuple:
+    """A ranking task whose truth is the sum of the LF columns' z-scores."""
+    return X, None, [(c, 1) for c in columns], n_items
+
+
 def rankings() -> pd.DataFrame:
     iris, cancer, wine = skd.load_iris(), skd.load_breast_cancer(), skd.load_wine()
     diabetes = skd.load_diabetes()
@@ -235,41 +240,25 @@ def rankings() -> pd.DataFrame:
             [(3, 1), (4, 1), (6, -1), (7, 1), (8, 1)],
             4,
         ),
-        "tumour composite (S5)": (
+        "tumour composite (S5)": _composite(
             cancer.data,
-            None,
-            [
-                (fc(c), 1)
-                for c in ("mean radius", "mean texture", "mean smoothness")
-                + ("mean compactness", "mean symmetry")
-            ],
+            [fc(c) for c in ("mean radius", "mean texture", "mean smoothness")]
+            + [fc("mean compactness"), fc("mean symmetry")],
             5,
         ),
-        "tumour size and shape composite (S4)": (
+        "tumour size and shape composite (S4)": _composite(
             cancer.data,
-            None,
-            [
-                (fc(c), 1)
-                for c in ("mean radius", "mean perimeter", "mean area")
-                + ("mean concavity", "mean concave points")
-            ],
+            [fc(c) for c in ("mean radius", "mean perimeter", "mean area")]
+            + [fc("mean concavity"), fc("mean concave points")],
             4,
         ),
-        "wine composite (S4)": (
+        "wine composite (S4)": _composite(
             wine.data,
-            None,
-            [
-                (fw(c), 1)
-                for c in ("alcohol", "flavanoids", "color_intensity", "proline", "hue")
-            ],
+            [fw(c) for c in ("alcohol", "flavanoids", "color_intensity")]
+            + [fw("proline"), fw("hue")],
             4,
         ),
-        "diabetes composite (S5)": (
-            diabetes.data,
-            None,
-            [(2, 1), (3, 1), (4, 1), (8, 1), (9, 1)],
-            5,
-        ),
+        "diabetes composite (S5)": _composite(diabetes.data, [2, 3, 4, 8, 9], 5),
     }
     rows = []
     for name, (X, truth, lfs, n_items) in tasks.items():

@@ -26,6 +26,7 @@ from typing import Protocol
 import numpy as np
 
 from snorkel_structured._validation import ABSTAIN
+from snorkel_structured.rankings.estimate import pair_signs
 
 __all__ = [
     "MIN_RATIO",
@@ -101,9 +102,7 @@ def label_pair_agreement(
     """
     orderings = np.asarray(orderings)
     n_items = orderings.shape[1]
-    pos = np.argsort(orderings, axis=1)  # each item's position, per label
-    i, j = np.triu_indices(n_items, 1)
-    sign = np.where(pos[:, j] > pos[:, i], 1.0, -1.0)  # (n_labels, n_pairs)
+    sign = pair_signs(orderings).astype(np.float64)  # (n_labels, n_pairs)
     P = np.asarray(patterns)
     root = np.sqrt(np.asarray(counts, dtype=np.float64))
     m = P.shape[1]
@@ -114,7 +113,7 @@ def label_pair_agreement(
         X = sign[np.maximum(block, 0)] * voted[:, :, None]  # (u, m, n_pairs)
         X = X.transpose(1, 0, 2).reshape(m, -1)
         agree += X @ X.T
-        both += (voted.T @ voted) * i.size  # a full ordering orders every pair
+        both += (voted.T @ voted) * sign.shape[1]  # a full ordering orders every pair
     with np.errstate(invalid="ignore", divide="ignore"):
         agreement = np.where(both > 0, agree / both, np.nan)
     return PairAgreement(agreement, both, n_items)
