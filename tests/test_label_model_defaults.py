@@ -175,6 +175,8 @@ def test_rankings_sharing_a_source_count_as_one_in_the_unweighted_vote(tmp_path)
     assert lm.dependencies_  # the finite test flags them: the unweighted vote
     assert sorted(lm.shared_sources_) == [(3, 4), (3, 5), (4, 5)]
     assert lm.shrinkage_ == 1.0
+    # no outlier rates: they would take the LFs outside the cluster for outliers
+    assert lm.noise_model_["outliers"] is False and not lm.outlier_rate_.any()
     np.testing.assert_array_equal(lm.vote_weights_[:3], 1.0)
     assert (lm.vote_weights_[3:] < 0.6).all()
     D = np.sqrt(space.squared_distance_matrix)
@@ -224,8 +226,9 @@ def test_dependent_rankings_with_a_consensus_truth_get_a_flatter_posterior():
     )
     assert lm.dependencies_ and lm.shrinkage_ == 1.0
     f = lm.noise_model_["temperature"]
-    assert f < 1.0 and lm.noise_model_["temperature_z"] > 2.0
+    assert f < 1.0
     D = np.sqrt(task.space.squared_distance_matrix)
+    D = D / D.max()  # normalized Kendall distance, as the benchmark's
     err = D[lm.predict(task.L_test, decision="distance"), task.Y_test].mean()
     # the same model at the likelihood's sharpness (theta / f)
     outliers = lm.noise_model_["outliers"]
@@ -250,6 +253,49 @@ def test_dependent_rankings_with_a_consensus_truth_get_a_flatter_posterior():
     borda = ss.aggregators.borda(task.L_test, task.space)
     assert err < err_sharp
     assert err <= D[borda, task.Y_test].mean() + 0.005
+
+
+class _FixedRisks:
+    """A problem whose leave-one-out risk per pattern is given per temperature."""
+
+    def __init__(self, counts, risks):
+        self.c = np.asarray(counts, dtype=np.float64)
+        self.risks = risks
+
+    def leave_one_out_risk(self, log_w, theta, T, alpha, eps, decision):
+        assert decision == "distance"
+        return np.asarray(self.risks[round(float(theta[0]), 6)], dtype=np.float64)
+
+
+@pytest.mark.parametrize(
+    "sharper, want",
+    [
+        # f = 0.5 beats the flattest on every row: gain 70 over 40 rows; paired
+        # differences (2, 2, 2, 1) x 10 rows, mean 1.75, sum of squared deviations
+        # 7.5, standard error of the sum sqrt(40 / 39 * 7.5) = 2.7735: z = 25.24.
+        ([1.0, 1.0, 1.0, 2.0], (0.5, 70 / np.sqrt(40 / 39 * 7.5))),
+        # f = 0.5 has the least risk (gain 1) but the rows disagree: the flattest.
+        ([1.9, 4.0, 2.0, 4.0], (0.1, 0.0)),
+        # the flattest has the least risk itself
+        ([3.5, 3.0, 3.0, 3.0], (0.1, 0.0)),
+    ],
+)
+def test_temperature_is_the_flattest_unless_a_sharper_one_wins_by_two_se(sharper, want):
+    from snorkel_structured.estimators._em_core import EMFit
+    from snorkel_structured.estimators._noise_family import (
+        TEMPERATURE_GRID,
+        choose_temperature,
+    )
+
+    assert min(TEMPERATURE_GRID) == 0.1 and 0.5 in TEMPERATURE_GRID
+    flat = [3.0, 3.0, 3.0, 3.0]
+    risks = {f: flat for f in TEMPERATURE_GRID}
+    risks[0.5] = sharper
+    prob = _FixedRisks([10, 10, 10, 10], risks)
+    fit = EMFit(np.full(2, 0.5), np.ones(3), None, 0.0, 1, True)
+    f, z = choose_temperature(prob, np.arange(2), fit)
+    assert f == want[0]
+    assert z == pytest.approx(want[1], rel=1e-12)
 
 
 def _brute_force_loo_risk(P, c, S, theta, w, T, groups, decision="map"):

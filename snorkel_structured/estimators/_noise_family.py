@@ -424,24 +424,28 @@ def unweighted_safety_net(
 
 
 # Candidate temperatures f (theta times f) of the unweighted vote that dependent LFs
-# leave: 1 keeps the fitted sharpness.
+# leave: 1 keeps the fitted sharpness, the last (the flattest) is the default.
 TEMPERATURE_GRID = (1.0, 0.5, 0.2, 0.1)
 
 
 def choose_temperature(
     prob: _Problem, T: np.ndarray, fit: EMFit
 ) -> tuple[float, float]:
-    """The factor f on theta of least leave-one-out risk of the distance decision,
-    and its advantage over f = 1 in standard errors (0 when f = 1).
+    """The factor f on theta: the flattest of ``TEMPERATURE_GRID`` unless a sharper
+    one's least-expected-distance answer predicts held-out votes better, and that
+    one's advantage over the flattest in standard errors (0 when the flattest).
 
     Where LFs depend on each other, the likelihood (which takes them independent)
     makes the posterior too sharp: it counts shared errors as evidence. The MAP does
     not depend on the sharpness of an unweighted vote, but the label of least
     expected distance does: it moves from the vote's mode towards the labels
     between the LFs' votes (on rankings, from Kemeny's order towards Borda's) as
-    the posterior flattens. Each f is scored as :func:`unweighted_safety_net`
-    scores models, and must beat f = 1 by ``RISK_MIN_SE`` standard errors of the
-    paired per-row difference.
+    the posterior flattens. So the sharpness is the departure that needs evidence:
+    the f of least leave-one-out risk (scored as :func:`unweighted_safety_net`
+    scores models) replaces the flattest only when it beats it by ``RISK_MIN_SE``
+    standard errors of the paired per-row difference. With the fitted sharpness as
+    the default instead, the flatter posterior was chosen on 1 of 12 task-seeds
+    whose truth is the LFs' consensus, where it was 0.01-0.03 closer to the truth.
     """
     log_w = np.log(np.maximum(fit.w, 1e-300))
     risks = {
@@ -451,13 +455,14 @@ def choose_temperature(
         for f in TEMPERATURE_GRID
     }
     c = prob.c
-    best = min(TEMPERATURE_GRID, key=lambda f: (float(risks[f] @ c), -f))
-    if best == 1.0:
-        return 1.0, 0.0
-    gain = float((risks[1.0] - risks[best]) @ c)
-    se = _gain_se([(-risks[best], c)], [(-risks[1.0], c)])
+    flat = min(TEMPERATURE_GRID)
+    best = min(TEMPERATURE_GRID, key=lambda f: (float(risks[f] @ c), f))
+    if best == flat:
+        return flat, 0.0
+    gain = float((risks[flat] - risks[best]) @ c)
+    se = _gain_se([(-risks[best], c)], [(-risks[flat], c)])
     z = gain / se if se > 0 else (np.inf if gain > 0 else 0.0)
-    return (best, float(z)) if z > RISK_MIN_SE else (1.0, 0.0)
+    return (best, float(z)) if z > RISK_MIN_SE else (flat, 0.0)
 
 
 def _aic_family(
