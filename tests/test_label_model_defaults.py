@@ -896,3 +896,41 @@ def test_least_expected_cost_ties_are_decided_by_the_votes_not_the_rounding():
     got = answers[0]
     assert set(got[:-2]) == {0, 2}  # each tied label wins on some rows
     assert got[-2] == 1 and got[-1] == 0  # no tie: the least expected cost
+
+
+@pytest.mark.parametrize("space", [ss.Permutations(3), ss.Discrete(4)])
+def test_map_ties_are_told_apart_by_expected_distance_off_plain_classes(space):
+    # An unweighted vote (one theta for every LF) with integer distances ties on
+    # many rows. The documented rule, written out: labels within 1e-5 of the top
+    # probability tie; on a space other than Discrete, only those of least expected
+    # distance E[d(z, Y) | votes] (within 1e-5 of the largest distance) stay tied;
+    # a row still tied abstains (tie_break_policy="abstain").
+    r = len(space)
+    rng = np.random.default_rng(0)
+    L = rng.integers(-1, r, size=(600, 4))
+    lm = ss.StructuredLabelModel(
+        space, seed=0, shrinkage=1.0, noise_power=1.0, outliers=False
+    ).fit(L, progress_bar=False, dependencies=[])
+    assert np.ptp(lm.theta_) == 0.0
+    P = lm.predict_proba(L)
+    D = np.sqrt(space.squared_distance_matrix)
+    want = np.empty(len(L), dtype=np.int64)
+    for i, p in enumerate(P):
+        tied = np.flatnonzero(np.abs(p - p.max()) < 1e-5)
+        if not isinstance(space, ss.Discrete):
+            cost = np.array([p @ D[:, z] for z in tied])
+            tied = tied[cost <= cost.min() + 1e-5 * D.max()]
+        want[i] = tied[0] if tied.size == 1 else -1
+    got = lm.predict(L)
+    np.testing.assert_array_equal(got, want)
+    n_prob_ties = (np.sum(np.abs(P - P.max(axis=1, keepdims=True)) < 1e-5, 1) > 1).sum()
+    assert n_prob_ties > 50  # the case is exercised
+    if isinstance(space, ss.Discrete):
+        assert (got == -1).sum() == n_prob_ties  # Snorkel's rule, unchanged
+    else:
+        assert (got == -1).sum() < n_prob_ties / 2
+    np.testing.assert_array_equal(lm.predict(L, return_probs=True)[0], got)
+    import dask.array as da  # partition by partition, the same rule
+
+    lazy = lm.predict(da.from_array(L, chunks=(128, 4)))
+    np.testing.assert_array_equal(lazy.compute(), got)

@@ -25,7 +25,7 @@ from snorkel_structured._validation import (
 )
 from snorkel_structured.estimators._noise_kernel import support_log_table
 from snorkel_structured.estimators._support_posterior import SupportPosterior
-from snorkel_structured.spaces.finite import DENSE_MAX_LABELS
+from snorkel_structured.spaces.finite import DENSE_MAX_LABELS, Discrete
 
 _TIE_BREAK = ("abstain", "true-random", "random")
 _STRUCTURED_METRICS = ("mean_distance", "mean_sq_distance")
@@ -51,6 +51,12 @@ class PosteriorMethods:
     The host class provides ``space``, ``n_lfs_``, ``support_``, ``prior_``, ``_family``,
     ``theta_``, ``coverage_``, ``_posterior`` and ``_check_L``/``_check_gold``.
     """
+
+    def _tie_space(self) -> Any:
+        """The space by whose distances tied MAP labels are told apart, or None on
+        plain classes (there a label's expected 0-1 distance is one less its
+        probability: tied labels stay tied, as in Snorkel)."""
+        return None if isinstance(self.space, Discrete) else self.space
 
     def log_conditional_probs(self) -> np.ndarray:
         """log P(lambda_a = v | Y = y) of the fitted model, shape (n_lfs, r, r) [a, y, v].
@@ -188,7 +194,12 @@ class PosteriorMethods:
         return_probs : bool, default=False
             Also return ``predict_proba(L)`` (in-memory input only).
         tie_break_policy : {"abstain", "true-random", "random"}, default="abstain"
-            Labels within 1e-5 of the top probability tie. "abstain" returns -1;
+            Labels within 1e-5 of the top probability tie. On a space other than
+            ``Discrete``, of those only the ones of least expected distance to Y
+            (``decision="distance"``'s criterion) stay tied: an unweighted vote
+            with integer distances (Kendall's) ties on most rows, and the label
+            nearest the rest of the posterior's mass is the better answer.
+            Of what stays tied, "abstain" returns -1;
             "random" picks deterministically from the row index (Snorkel's hash
             policy); "true-random" draws with ``seed``. Exact ties are real here:
             two LFs of equal estimated accuracy that disagree on a row give it a
@@ -236,15 +247,24 @@ class PosteriorMethods:
             return map_partitions_to_array(
                 L,
                 functools.partial(
-                    post.predict_block, tie_break_policy=tie_break_policy, cost=cost
+                    post.predict_block,
+                    tie_break_policy=tie_break_policy,
+                    cost=cost,
+                    space=self._tie_space(),
                 ),
                 (),
                 np.int64,
             )
         L = self._check_L(L)
-        preds, probs_u, inverse = post.predict(L, tie_break_policy, seed)
         if cost is not None:
             preds = post.predict_min_cost(L, cost)
+            if return_probs:
+                probs_u, inverse = post.log_proba(L)
+                probs_u = np.exp(probs_u)
+        else:
+            preds, probs_u, inverse = post.predict(
+                L, tie_break_policy, seed, self._tie_space()
+            )
         if return_probs:
             self._check_budget(L.shape[0], MAX_PROBA_BYTES, "")
             probs = np.zeros((L.shape[0], len(self.space)))
@@ -293,7 +313,9 @@ class PosteriorMethods:
         metrics = [] if metrics is None else list(metrics)
         snorkel_metrics = [m for m in metrics if m not in _STRUCTURED_METRICS]
         scorer = Scorer(metrics=snorkel_metrics)  # refuses unknown metric names
-        preds, probs_u, inverse = self._posterior.predict(L, tie_break_policy)
+        preds, probs_u, inverse = self._posterior.predict(
+            L, tie_break_policy, space=self._tie_space()
+        )
         probs = None
         if "roc_auc" in snorkel_metrics:  # the only metric reading probs
             self._check_budget(L.shape[0], MAX_PROBA_BYTES, "")
