@@ -16,7 +16,9 @@ a new hold-out to be believed.
   against majority, Kemeny,
   Borda, the Frechet mean and the best single LF (oracle); the "composite" tasks
   (added at stop 38, after the model's last change) order by a consensus of the
-  LFs' own columns, the sum of their z-scores;
+  LFs' own columns, the sum of their z-scores; seven more (the diabetes
+  progression, worst concave points, od280 and "composite 2" tasks) were added at
+  stop 39 after its change to the unweighted vote, and never tuned to;
 - ``lists``: ``RankingLabelModel`` on lists of 12-20 items with top-k LFs, through the
   list benchmark's methods (Borda, RRF, Copeland, Kemeny, UWS, oracles);
 - ``regression``: ``ManifoldLabelModel(Euclidean(1))`` mean absolute error against the
@@ -195,6 +197,8 @@ def rankings() -> pd.DataFrame:
     iris, cancer, wine = skd.load_iris(), skd.load_breast_cancer(), skd.load_wine()
     diabetes = skd.load_diabetes()
     fc, fw = list(cancer.feature_names).index, list(wine.feature_names).index
+    # the diabetes table with its target (disease progression) as column 10
+    progression = np.column_stack([diabetes.data, diabetes.target])
     # (table, truth column, [(LF column, sign)], items per group); truth None: the
     # sum of the LF columns' z-scores (a consensus of the LFs' own signals)
     tasks = {
@@ -259,6 +263,56 @@ def rankings() -> pd.DataFrame:
             4,
         ),
         "diabetes composite (S5)": _composite(diabetes.data, [2, 3, 4, 8, 9], 5),
+        # added at stop 39 (see the module docstring)
+        "diabetes progression (S5)": (
+            progression,
+            10,
+            [(2, 1), (3, 1), (8, 1), (6, -1), (7, 1), (9, 1)],
+            5,
+        ),
+        "diabetes progression (S4)": (
+            progression,
+            10,
+            [(2, 1), (8, 1), (3, 1), (6, -1)],
+            4,
+        ),
+        "tumour worst concave points (S4)": (
+            cancer.data,
+            fc("worst concave points"),
+            [
+                (fc("mean concave points"), 1),
+                (fc("mean concavity"), 1),
+                (fc("worst perimeter"), 1),
+                (fc("worst compactness"), 1),
+                (fc("mean texture"), 1),
+            ],
+            4,
+        ),
+        "wine od280 (S4)": (
+            wine.data,
+            fw("od280/od315_of_diluted_wines"),
+            [
+                (fw("flavanoids"), 1),
+                (fw("total_phenols"), 1),
+                (fw("hue"), 1),
+                (fw("proanthocyanins"), 1),
+                (fw("nonflavanoid_phenols"), -1),
+            ],
+            4,
+        ),
+        "wine composite 2 (S5)": _composite(
+            wine.data,
+            [fw(c) for c in ("malic_acid", "ash", "alcalinity_of_ash")]
+            + [fw("magnesium"), fw("total_phenols")],
+            5,
+        ),
+        "tumour worst composite (S4)": _composite(
+            cancer.data,
+            [fc(c) for c in ("worst radius", "worst texture", "worst smoothness")]
+            + [fc("worst symmetry")],
+            4,
+        ),
+        "diabetes composite 2 (S4)": _composite(diabetes.data, [0, 2, 3, 4, 9], 4),
     }
     rows = []
     for name, (X, truth, lfs, n_items) in tasks.items():
