@@ -154,13 +154,20 @@ class SupportPosterior:
         if not rows.size:
             return tied
         labels = np.flatnonzero(tied[rows].any(axis=0))  # positions in the support
-        sq = space.squared_distance_rows(self.support[labels])[:, self.support]
-        dist = np.sqrt(np.maximum(sq, 0.0))  # (z, k)
-        expected = np.where(tied[rows][:, labels], probs_u[rows] @ dist.T, np.inf)
+        expected = np.empty((rows.size, labels.size))
+        d_max = 0.0
+        step = max(1, (1 << 22) // max(self.r, 1))  # (step, r) rows: ~32 MB
+        for start in range(0, labels.size, step):  # blocks of the tied labels
+            block = labels[start : start + step]
+            sq = space.squared_distance_rows(self.support[block])[:, self.support]
+            dist = np.sqrt(np.maximum(sq, 0.0))  # (block, k)
+            expected[:, start : start + step] = probs_u[rows] @ dist.T
+            d_max = max(d_max, float(dist.max()))
+        expected[~tied[rows][:, labels]] = np.inf
         least = expected.min(axis=1, keepdims=True)
         out = tied.copy()
         out[rows] = False
-        out[rows[:, None], labels[None, :]] = expected <= least + 1e-5 * dist.max()
+        out[rows[:, None], labels[None, :]] = expected <= least + 1e-5 * d_max
         return out
 
     def predict_block(
