@@ -677,6 +677,23 @@ def test_manifold_auto_dependencies_find_a_copy():
     assert none.dependencies_.size == 0
 
 
+def test_manifold_auto_dependencies_with_four_lfs_name_the_complement_too():
+    # With 4 LFs a pair's residual is its complement's: the warning says which pair
+    # the flagged one cannot be told from, (1, 3) for (0, 2).
+    space = ss.Euclidean(2)
+    rng = np.random.default_rng(0)
+    Y = rng.normal(size=(4000, 2))
+    X = Y[:, None, :] + rng.normal(size=(4000, 4, 2)) * 0.4
+    X[:, 2] = X[:, 0] + rng.normal(size=(4000, 2)) * 0.05  # LF 2 near-copies LF 0
+    with pytest.warns(IdentifiabilityWarning) as record:
+        mm = ss.ManifoldLabelModel(space).fit(X)
+    flagged = [tuple(p) for p in mm.dependencies_.tolist()]
+    assert flagged in ([(0, 2)], [(1, 3)])
+    other = [(1, 3)] if flagged == [(0, 2)] else [(0, 2)]
+    said = " ".join(str(w.message) for w in record)
+    assert f"{flagged} could as well be {other}" in said
+
+
 @pytest.mark.parametrize("n", [3000, 30_000])
 def test_lfs_at_chance_agreement_warn(n):
     # LFs that vote at random: no pair agrees more than chance, and fit says so. The

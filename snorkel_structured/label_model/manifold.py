@@ -302,10 +302,21 @@ class ManifoldLabelModel(
             (int(a), int(b)) for a, b in frame.loc[strong, ["lf_a", "lf_b"]].values
         ]
         if pairs:
+            twins = ""
+            if m == 4:
+                # The other pairs' fit leaves one degree of freedom, shared by a pair
+                # and its complement: the test cannot tell which of them is dependent.
+                others = [tuple(sorted({0, 1, 2, 3} - set(p))) for p in pairs]
+                twins = (
+                    f" With 4 LFs the test cannot tell a pair from the other two LFs: "
+                    f"{pairs} could as well be {others}; if you know which LFs share "
+                    "a source, pass that pair."
+                )
             _warnings.warn(
                 f"LF pairs {pairs} agree more than independent LFs can (they likely "
                 "share a source); each group of dependent LFs counts as one LF. Pass "
-                "dependencies=[] to fit them as independent, or your own pairs.",
+                "dependencies=[] to fit them as independent, or your own pairs."
+                + twins,
                 IdentifiabilityWarning,
                 stacklevel=3,
             )
