@@ -298,8 +298,6 @@ class ManifoldLabelModel(
         # an exact copy (the pair's votes equal wherever both vote) leaves the test
         # nothing to predict it from (NaN): flagged all the same
         strong |= (frame["n_both"].to_numpy() > 0) & (np.abs(gap) <= 1e-12)
-        if m == 4:  # a pair and its complement are one finding (triu order: t, 5 - t)
-            strong |= frame["dependent"].to_numpy() & strong[::-1]
         pairs = [
             (int(a), int(b)) for a, b in frame.loc[strong, ["lf_a", "lf_b"]].values
         ]
@@ -308,8 +306,10 @@ class ManifoldLabelModel(
             if m == 4:  # see estimators.dependencies._manifold
                 twins = (
                     " With 4 LFs the test cannot tell a pair from the other two LFs "
-                    "(their agreements have one residual), so both pairs are flagged; "
-                    "if you know which LFs share a source, pass that pair."
+                    "(their agreements have one residual): it flags both, and the "
+                    "model keeps those whose own closeness is large (see "
+                    "dependency_test_); if you know which LFs share a source, pass "
+                    "that pair."
                 )
             _warnings.warn(
                 f"LF pairs {pairs} agree more than independent LFs can (they likely "

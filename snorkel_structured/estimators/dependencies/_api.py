@@ -241,7 +241,9 @@ def detect_dependent_pairs(
     Returns
     -------
     pairs : list of (int, int)
-        The flagged pairs as LF indices, a < b, sorted.
+        The flagged pairs as LF indices, a < b, sorted. On a manifold with exactly
+        4 LFs a pair comes with its complement (the other two LFs): the law of
+        cosines leaves the two one residual, so the test cannot tell them apart.
     result : pandas.DataFrame
         The per-pair frame of :func:`lf_dependency_test`. With fewer than 4 LFs
         (pairwise statistics do not over-identify 3 LFs) ``([], empty frame)``.
