@@ -14,9 +14,9 @@ statistics are collected in one pass over the rows.
 
 With 4 LFs the other pairs' fit leaves one degree of freedom, shared by a pair and its
 complement: ``h_ab + h_cd - (h_ac + h_bd + h_ad + h_bc) / 2`` is the residual of both
-(a, b) and (c, d), so the test cannot tell which of the two is dependent: it flags
-both (picking the one of smaller standard error named a copy's complement on a third
-of the datasets, power 0.60-0.68). Five or more LFs separate them.
+(a, b) and (c, d), so the test cannot tell which of the two is dependent, and flags
+both. (Flagging only the one of smaller standard error named a copy's complement on
+about a third of the datasets: power 0.60-0.68.) Five or more LFs separate them.
 """
 
 from __future__ import annotations
