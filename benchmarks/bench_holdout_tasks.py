@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import argparse
 import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -188,9 +190,21 @@ def _order(values: np.ndarray, code: dict) -> np.ndarray:
     return np.array([code[tuple(r)] for r in ranks])
 
 
-def _composite(X: np.ndarray, columns: list[int], n_items: int) -> tuple:
-    """A ranking task whose truth is the sum of the LF columns' z-scores."""
-    return X, None, [(c, 1) for c in columns], n_items
+def _rising(index: Callable[[str], int], *names: str) -> list[tuple[int, int]]:
+    """LFs that order by the named columns, largest first: [(column, +1)]."""
+    return [(index(name), 1) for name in names]
+
+
+def _composite(
+    X: np.ndarray,
+    columns: Sequence[Any],
+    n_items: int,
+    index: Callable[[Any], int] | None = None,
+) -> tuple:
+    """A ranking task whose truth is the sum of the LF columns' z-scores (columns
+    named through ``index`` when given)."""
+    cols = [index(c) for c in columns] if index is not None else list(columns)
+    return X, None, [(c, 1) for c in cols], n_items
 
 
 def rankings() -> pd.DataFrame:
@@ -206,36 +220,39 @@ def rankings() -> pd.DataFrame:
         "tumour worst texture (S4)": (
             cancer.data,
             fc("worst texture"),
-            [
-                (fc("mean texture"), 1),
-                (fc("mean radius"), 1),
-                (fc("mean smoothness"), 1),
-                (fc("mean area"), 1),
-                (fc("worst concavity"), 1),
-            ],
+            _rising(
+                fc,
+                "mean texture",
+                "mean radius",
+                "mean smoothness",
+                "mean area",
+                "worst concavity",
+            ),
             4,
         ),
         "tumour mean area (S5)": (
             cancer.data,
             fc("mean area"),
-            [
-                (fc("mean perimeter"), 1),
-                (fc("mean concavity"), 1),
-                (fc("mean texture"), 1),
-                (fc("worst smoothness"), 1),
-                (fc("mean compactness"), 1),
-            ],
+            _rising(
+                fc,
+                "mean perimeter",
+                "mean concavity",
+                "mean texture",
+                "worst smoothness",
+                "mean compactness",
+            ),
             5,
         ),
         "wine alcohol (S4)": (
             wine.data,
             fw("alcohol"),
-            [
-                (fw("proline"), 1),
-                (fw("color_intensity"), 1),
-                (fw("magnesium"), 1),
-                (fw("ash"), 1),
-            ],
+            _rising(
+                fw,
+                "proline",
+                "color_intensity",
+                "magnesium",
+                "ash",
+            ),
             4,
         ),
         "diabetes bmi (S4)": (
@@ -246,21 +263,33 @@ def rankings() -> pd.DataFrame:
         ),
         "tumour composite (S5)": _composite(
             cancer.data,
-            [fc(c) for c in ("mean radius", "mean texture", "mean smoothness")]
-            + [fc("mean compactness"), fc("mean symmetry")],
+            (
+                "mean radius",
+                "mean texture",
+                "mean smoothness",
+                "mean compactness",
+                "mean symmetry",
+            ),
             5,
+            fc,
         ),
         "tumour size and shape composite (S4)": _composite(
             cancer.data,
-            [fc(c) for c in ("mean radius", "mean perimeter", "mean area")]
-            + [fc("mean concavity"), fc("mean concave points")],
+            (
+                "mean radius",
+                "mean perimeter",
+                "mean area",
+                "mean concavity",
+                "mean concave points",
+            ),
             4,
+            fc,
         ),
         "wine composite (S4)": _composite(
             wine.data,
-            [fw(c) for c in ("alcohol", "flavanoids", "color_intensity")]
-            + [fw("proline"), fw("hue")],
+            ("alcohol", "flavanoids", "color_intensity", "proline", "hue"),
             4,
+            fw,
         ),
         "diabetes composite (S5)": _composite(diabetes.data, [2, 3, 4, 8, 9], 5),
         # added at stop 39 (see the module docstring)
@@ -279,38 +308,34 @@ def rankings() -> pd.DataFrame:
         "tumour worst concave points (S4)": (
             cancer.data,
             fc("worst concave points"),
-            [
-                (fc("mean concave points"), 1),
-                (fc("mean concavity"), 1),
-                (fc("worst perimeter"), 1),
-                (fc("worst compactness"), 1),
-                (fc("mean texture"), 1),
-            ],
+            _rising(
+                fc,
+                "mean concave points",
+                "mean concavity",
+                "worst perimeter",
+                "worst compactness",
+                "mean texture",
+            ),
             4,
         ),
         "wine od280 (S4)": (
             wine.data,
             fw("od280/od315_of_diluted_wines"),
-            [
-                (fw("flavanoids"), 1),
-                (fw("total_phenols"), 1),
-                (fw("hue"), 1),
-                (fw("proanthocyanins"), 1),
-                (fw("nonflavanoid_phenols"), -1),
-            ],
+            _rising(fw, "flavanoids", "total_phenols", "hue", "proanthocyanins")
+            + [(fw("nonflavanoid_phenols"), -1)],
             4,
         ),
         "wine composite 2 (S5)": _composite(
             wine.data,
-            [fw(c) for c in ("malic_acid", "ash", "alcalinity_of_ash")]
-            + [fw("magnesium"), fw("total_phenols")],
+            ("malic_acid", "ash", "alcalinity_of_ash", "magnesium", "total_phenols"),
             5,
+            fw,
         ),
         "tumour worst composite (S4)": _composite(
             cancer.data,
-            [fc(c) for c in ("worst radius", "worst texture", "worst smoothness")]
-            + [fc("worst symmetry")],
+            ("worst radius", "worst texture", "worst smoothness", "worst symmetry"),
             4,
+            fc,
         ),
         "diabetes composite 2 (S4)": _composite(diabetes.data, [0, 2, 3, 4, 9], 4),
     }

@@ -284,7 +284,8 @@ def _choose_model(
     ``row_weight``: the rows each row of ``stats`` stands for (``stats`` a random
     sample of the data's rows), so that every criterion reads as on all rows.
     ``temper``: the LFs were found dependent, so the unweighted vote (shrinkage 1)
-    also gets its sharpness chosen (:func:`._noise_family.choose_temperature`).
+    fits one shared theta and gets its sharpness chosen
+    (:func:`._noise_family.choose_temperature`).
 
     Returns (problem, T, fit, EM iterations, start's name, warnings, noise model).
     """

@@ -224,9 +224,21 @@ def choose_family(
     if labeled is not None:
         n_lab = float(np.sum(labeled[1]))
         weights = (1.0, max(1.0, float(np.sum(stats.counts)) / max(n_lab, 1.0)))
-    vw, vc = base_prob.groups, base_prob.group_corr
-    pc = base_prob.prior_pseudo_count
-    rw = base_prob.row_weight
+
+    def problem(st: VoteStats, sq: _SqDists, lab: Any, **kw: Any) -> _Problem:
+        """A problem on ``st`` with the base problem's groups, error correlations,
+        prior pseudo-count and row weight."""
+        return _Problem(
+            st,
+            sq,
+            lab,
+            base_prob.groups,
+            prior_pseudo_count=base_prob.prior_pseudo_count,
+            row_weight=base_prob.row_weight,
+            group_corr=base_prob.group_corr,
+            **kw,
+        )
+
     # One set of distances per power, shared by every problem below (each keeps the
     # distinct distances of its labels' rows).
     sqs = {base_prob.sq.power: base_prob.sq}
@@ -258,15 +270,7 @@ def choose_family(
             start, prob = loose[key]
             fitted[key] = _fit(prob, T, start, start.theta, o, options), prob
             return fitted[key]
-        prob = _Problem(
-            stats,
-            sq_of(p),
-            weighted(labeled, omega),
-            vw,
-            prior_pseudo_count=pc,
-            row_weight=rw,
-            group_corr=vc,
-        )
+        prob = problem(stats, sq_of(p), weighted(labeled, omega))
         # From the base (not the halves' fits): a symmetric problem stays
         # symmetric. With outliers, from the same power's fit without them when
         # there is one (its theta is already at home in d^p).
@@ -307,30 +311,12 @@ def choose_family(
     for p, o, omega in candidates:
         sq = sq_of(p)
         fit_on = [
-            _Problem(
-                st,
-                sq,
-                weighted(lab, omega),
-                vw,
-                prior_pseudo_count=pc,
-                row_weight=rw,
-                group_corr=vc,
-            )
-            for st, lab in halves
+            problem(st, sq, weighted(lab, omega)) for st, lab in halves
         ]
         # An outlier vote is drawn from the LF's vote distribution as estimated on
         # the fitting half: the held-out half's own would leak its votes.
         score_on = [
-            _Problem(
-                st,
-                sq,
-                lab,
-                vw,
-                log_h=fit_on[1 - j].log_h,
-                prior_pseudo_count=pc,
-                row_weight=rw,
-                group_corr=vc,
-            )
+            problem(st, sq, lab, log_h=fit_on[1 - j].log_h)
             for j, (st, lab) in enumerate(halves)
         ]
         # From the family's fit on all rows: the halves' fits are a few steps away.
@@ -376,15 +362,7 @@ def choose_family(
     p, o, omega, s = best
     fit, prob = refit(p, o, omega)
     if omega != 1.0:  # the fitted problem, with the labeled rows counted once
-        prob = _Problem(
-            stats,
-            sq_of(p),
-            labeled,
-            vw,
-            prior_pseudo_count=pc,
-            row_weight=rw,
-            group_corr=vc,
-        )
+        prob = problem(stats, sq_of(p), labeled)
     return FamilyChoice(
         p, o, s, omega, _with_theta(fit, shrink_theta(fit.theta, s)), prob, scores
     )

@@ -333,9 +333,9 @@ def mle_estimate(
         group's members that voted) instead of 1/j (see ``_em_core.pattern_weights``).
     temper : bool, default=False
         The LFs were found dependent: with ``shrinkages=(1.0,)`` (the unweighted
-        vote) and no labeled rows, theta is also multiplied by the factor of least
-        leave-one-out risk of the distance decision
-        (:func:`._noise_family.choose_temperature`; ``noise_model["temperature"]``).
+        vote) theta is fitted shared by every LF, and with no labeled rows it is
+        also multiplied by the temperature factor of
+        :func:`._noise_family.choose_temperature` (``noise_model["temperature"]``).
     prior_pseudo_count : float, default=0
         Dirichlet pseudo-count added to every label of the support in the prior's
         M-step (MAP instead of maximum likelihood), so that no label of a large

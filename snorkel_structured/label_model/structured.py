@@ -669,6 +669,9 @@ class StructuredLabelModel(
         )
         outliers = (False, True) if self.outliers == "auto" else (bool(self.outliers),)
         detected = detected and bool(self._dependencies)
+        # Rankings with found dependencies: shared sources, no outlier rates and a
+        # chosen temperature (below).
+        rankings_fallback = detected and isinstance(self.space, Permutations)
         if lf_groups.max() + 1 < 3 or detected:
             # No three independent sources: nothing identifies the LFs' accuracies,
             # and weighing a group as one voice would hand a lone LF as much say as
@@ -683,14 +686,14 @@ class StructuredLabelModel(
             groups, vote_weights = np.arange(stats.n_lfs), None
             if self.shrinkage == "auto":
                 shrinkages = (1.0,)
-            if detected and isinstance(self.space, Permutations):
+            if rankings_fallback:
                 # On rankings a sharper test tells a shared source from graded
                 # dependence: pairs of LFs that order item pairs alike far more often
                 # than their accuracies explain (RankingLabelModel's test). The
                 # unweighted vote then counts each such cluster as one source, its
                 # members' votes weighed by their design effect: the vote of the
-                # majority reading one source no longer outweighs, and through the
-                # outlier rates discounts, the LFs that read others.
+                # majority reading one source no longer outweighs the LFs that
+                # read others.
                 groups, group_corr = self._shared_sources(stats)
                 if group_corr is not None:
                     pattern_groups = groups
@@ -734,7 +737,7 @@ class StructuredLabelModel(
                     # on a tree, a coarse LF (a country where the truth is a
                     # region) rewards coarse answers, and the flattest posterior
                     # won there (world_regions 0.070 -> 0.105).
-                    temper=detected and isinstance(self.space, Permutations),
+                    temper=rankings_fallback,
                     prior_pseudo_count=PRIOR_PSEUDO_COUNT
                     if self._spread_prior()
                     else 0.0,
