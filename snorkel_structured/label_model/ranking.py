@@ -34,7 +34,10 @@ from snorkel_structured.label_model._ranking_checks import CHANCE_Z as CHANCE_Z
 from snorkel_structured.label_model._ranking_checks import (
     COPY_AGREEMENT as COPY_AGREEMENT,
 )
-from snorkel_structured.label_model._ranking_checks import evidence_checks
+from snorkel_structured.label_model._ranking_checks import (
+    equal_if_frustrated,
+    evidence_checks,
+)
 from snorkel_structured.label_model._ranking_dev import DEV_FOLDS as DEV_FOLDS
 from snorkel_structured.label_model._ranking_dev import (
     SINGLE_LF_TIE_WEIGHT as SINGLE_LF_TIE_WEIGHT,
@@ -51,6 +54,7 @@ from snorkel_structured.rankings.dependencies import (
     clusters_of,
     clusters_shown,
     detect_dependent_pairs,
+    frustrated_triangles,
     source_shares,
 )
 from snorkel_structured.rankings.estimate import (
@@ -164,6 +168,11 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
     source_share_ : ndarray of shape (n_lfs,)
         Factor of each LF's weight for the source it shares with its group
         (:func:`~snorkel_structured.rankings.dependencies.source_shares`; 1 alone).
+    frustrated_triangles_ : list of (int, int, int)
+        LF triplets whose agreements LFs that err independently cannot show
+        (:func:`~snorkel_structured.rankings.dependencies.frustrated_triangles`;
+        ``dependencies="auto"`` only). If any, every LF with a weight gets the same
+        one.
     n_iter_ : int
     stats_ : RankingStats
     choice_ : str
@@ -186,7 +195,9 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
     near 1/2); LFs that order 99% of their common pairs alike are named (copies of
     one source and very accurate LFs look the same); an LF whose theta reaches its
     cap (``THETA_MAX``, never wrong) is named; fewer than 3 independent sources give
-    equal weights; a dev-row candidate must win by a standard error.
+    equal weights, and so do LF triplets whose agreements show that their errors
+    depend on each other (``frustrated_triangles_``); a dev-row candidate must win
+    by a standard error.
 
     Examples
     --------
@@ -415,6 +426,12 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
         theta[coverage == 0] = 0.0
         slope[coverage == 0] = 0.0
         theta, slope = evidence_checks(stats, theta, slope, self.dependencies_)
+        # Only with dependencies found by the model: declared ones (or None) say how
+        # the LFs depend, and the fit then follows them.
+        self.frustrated_triangles_ = (
+            frustrated_triangles(stats) if isinstance(self.dependencies, str) else []
+        )
+        theta, slope = equal_if_frustrated(theta, slope, self.frustrated_triangles_)
         self.pair_error_rate_ = eps
         self.theta_triplet_ = theta0
         # LFs sharing a source count by their share of it.

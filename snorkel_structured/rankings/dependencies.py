@@ -35,6 +35,7 @@ __all__ = [
     "clusters_of",
     "clusters_shown",
     "detect_dependent_pairs",
+    "frustrated_triangles",
     "label_pair_agreement",
     "rank_one_error_rates",
     "source_correlations",
@@ -322,6 +323,47 @@ def detect_dependent_pairs(stats: _Agreements) -> list[tuple[int, int]]:
         if var < best_var:
             best, best_var = flagged, var
     return best
+
+
+def frustrated_triangles(
+    stats: _Agreements, min_z: float = MIN_Z
+) -> list[tuple[int, int, int]]:
+    """Triplets of LFs whose agreements LFs that err independently cannot show.
+
+    For LFs independent given the truth ``A_ab = mu_a mu_b`` (module docstring), so
+    ``A_ab A_bc A_ca = (mu_a mu_b mu_c)^2 >= 0`` whatever the LFs' accuracies: an LF
+    worse than chance (``mu < 0``) flips the sign of each of its agreements, never of
+    the product. A triplet whose three agreements are each at least ``min_z``
+    standard errors from 0 and whose product is negative (one or three of them
+    negative) is therefore no sampling accident: the LFs' errors depend on each
+    other, e.g. two LFs that read quantities correlated with each other but not with
+    the truth (a country's population against its small area, when the truth is
+    its density). The rank-one fit then reads such dependence as accuracy.
+
+    Parameters
+    ----------
+    stats : RankingStats or PairAgreement
+    min_z : float, default=MIN_Z
+        Standard errors (as the dependency test counts them: each row both LFs
+        vote on worth about ``n_items`` draws) each agreement must be from 0.
+
+    Returns
+    -------
+    list of (int, int, int)
+        The triplets ``a < b < c``.
+    """
+    A = np.asarray(stats.agreement, dtype=np.float64)
+    n_eff = np.asarray(stats.both, dtype=np.float64) / max(stats.n_items - 1, 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = A * np.sqrt(n_eff / np.maximum(1.0 - A**2, 1e-12))
+    sign = np.where(np.abs(z) >= min_z, np.sign(A), 0.0)  # NaN: not significant
+    np.fill_diagonal(sign, 0.0)
+    a, b, c = np.nonzero(np.einsum("ab,bc,ca->abc", sign, sign, sign) < 0)
+    keep = (a < b) & (b < c)
+    return [
+        (int(x), int(y), int(w))
+        for x, y, w in zip(a[keep], b[keep], c[keep], strict=True)
+    ]
 
 
 def clusters_of(pairs: list[tuple[int, int]], n_lfs: int) -> np.ndarray:
