@@ -251,9 +251,16 @@ class _Problem:
 
     def dists(self, T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(vals, logmult) of the rows of T, (k, q) each (cached per label)."""
+        return self._dists_of(T)[0]
+
+    def _dists_of(self, T: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], bool]:
+        """:meth:`dists`, and whether every label of T sees the same distances (a
+        homogeneous space: permutations, classes), kept for the last T."""
         key = T.tobytes()
         if self._dists_cache[0] != key:
-            self._dists_cache = (key, self.sq.dists(T))
+            vals, logmult = self.sq.dists(T)
+            same = bool((vals == vals[:1]).all() and (logmult == logmult[:1]).all())
+            self._dists_cache = (key, ((vals, logmult), same))
         return self._dists_cache[1]
 
     def candidates(self) -> np.ndarray:
@@ -329,11 +336,20 @@ class _Problem:
     def _label_moments(
         self, theta: np.ndarray, T: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """theta per (LF, label of T), (m, k), with log Z and E[d^p] under it."""
-        vals, logmult = self.dists(T)
-        th = np.broadcast_to(
-            theta[:, None] if theta.ndim == 1 else theta, (self.m, T.size)
-        )
+        """theta per (LF, label of T), (m, k), with log Z and E[d^p] under it
+        (read-only views when they are the same for every label)."""
+        (vals, logmult), same = self._dists_of(T)
+        shape = (self.m, T.size)
+        if theta.ndim == 1 and same:
+            # Every label sees the same distances: one label's moments serve all
+            # (the same numbers, a k-th of the work).
+            logz, m1, _ = _dist_moments(theta[:, None], vals[:1], logmult[:1])
+            return (
+                np.broadcast_to(theta[:, None], shape),
+                np.broadcast_to(logz[:, None], shape),
+                np.broadcast_to(m1[:, None], shape),
+            )
+        th = np.broadcast_to(theta[:, None] if theta.ndim == 1 else theta, shape)
         logz, m1, _ = _dist_moments(th[:, :, None], vals[None], logmult[None])
         return th, logz, m1
 
