@@ -123,6 +123,7 @@ def _choose_noise_model(
     max_iter: int,
     tol: float,
     prior_by_likelihood: bool = False,
+    base_theta: str = "lf",
 ) -> tuple[EMFit, dict[str, Any], int]:
     """The noise model of best score on support T, by forward selection from ``base``.
 
@@ -150,6 +151,9 @@ def _choose_noise_model(
     agreements barely inform, its (k - 1)/2 log n penalty keeps the uniform prior.
     Without it (plain classes, where the uniform prior is Snorkel's default class
     balance) every pair is ranked by the pseudo-likelihood's BIC.
+
+    ``base_theta``: the theta mode ``base`` was fitted with ("lf", or "shared" when
+    that is the only mode): that variant is ``base`` itself.
     """
     k, m = T.size, prob.m
     uniform = np.full(k, 1.0 / k)
@@ -170,8 +174,8 @@ def _choose_noise_model(
                 _ALPHA_MIN,
                 1.0 - _ALPHA_MIN,
             )
-        if (prior, theta, abstain) == ("free", "lf", False) or (
-            prior == "fixed" and theta == "lf" and not abstain
+        if (prior, theta, abstain) == ("free", base_theta, False) or (
+            prior == "fixed" and theta == base_theta and not abstain
         ):
             fit = base
         else:
@@ -328,7 +332,27 @@ def _choose_model(
         # per row while theta has long settled (measured: 415 vs 190 iterations
         # at 1e-6 and 1e-5 on S6, thetas equal to 3 digits): 1e-6 per row.
         tol = max(tol, 1e-6)
-    opts = dict(fixed_w=fixed, label_dependent=False, max_iter=max_iter, tol=tol)
+    theta_modes = {
+        (False, True): ("shared", "lf", "label") if plain_classes else ("shared", "lf"),
+        (True,): ("label",),
+    }.get(label_variants, ("lf",))
+    if temper and shrinkages == (1.0,) and len(theta_modes) > 1:
+        # Every LF gets the same theta (the unweighted vote): a theta per LF would
+        # only be averaged, and the shared theta is that vote's own fit. One EM
+        # variant less; on the rankings that take this path the answers moved by
+        # at most 0.002. Not on trees: there the averaged per-LF thetas did better
+        # (european_regions with 100 dev rows 0.104 -> 0.142 when shared).
+        theta_modes = tuple(t for t in theta_modes if t != "lf")
+    # With the shared theta the only mode (and no support search, whose swaps fit a
+    # theta per LF), the first fit is that variant's own.
+    base_theta = "shared" if theta_modes == ("shared",) and C is None else "lf"
+    opts = dict(
+        fixed_w=fixed,
+        label_dependent=False,
+        shared=base_theta == "shared",
+        max_iter=max_iter,
+        tol=tol,
+    )
     # Fits that only rank starts or supports (several starts, or a support still to
     # be searched) run at the search's tolerance; the chosen one is refitted at
     # ``tol`` below (on Permutations(7), 2e4 rows, a start took 70-90 iterations at
@@ -417,17 +441,6 @@ def _choose_model(
         )
         fit = _run_em(prob, T, fit.w, fit.theta.copy(), **opts)
         it += fit.n_iter
-    theta_modes = {
-        (False, True): ("shared", "lf", "label") if plain_classes else ("shared", "lf"),
-        (True,): ("label",),
-    }.get(label_variants, ("lf",))
-    if temper and shrinkages == (1.0,) and len(theta_modes) > 1:
-        # Every LF gets the same theta (the unweighted vote): a theta per LF would
-        # only be averaged, and the shared theta is that vote's own fit. One EM
-        # variant less; on the rankings that take this path the answers moved by
-        # at most 0.002. Not on trees: there the averaged per-LF thetas did better
-        # (european_regions with 100 dev rows 0.104 -> 0.142 when shared).
-        theta_modes = tuple(t for t in theta_modes if t != "lf")
     fit, noise_model, n_iter = _choose_noise_model(
         prob,
         T,
@@ -438,6 +451,7 @@ def _choose_model(
         max_iter=max_iter,
         tol=tol,
         prior_by_likelihood=not plain_classes,
+        base_theta=base_theta,
     )
     it += n_iter
     choice = choose_family(
