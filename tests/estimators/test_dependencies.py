@@ -79,6 +79,62 @@ def test_two_copying_pairs_are_both_recovered_and_nothing_else():
     assert (flagged["observed"] > flagged["expected"] + 0.05).all()
 
 
+def test_until_stops_the_search_at_the_first_pair_it_accepts(monkeypatch):
+    # The same two copying pairs: stopped at the first flag, the search returns that
+    # pair (the full search's first, in its order of flagging) and the first round's
+    # statistics; a rule that accepts nothing changes nothing.
+    from snorkel_structured.estimators.dependencies._finite import finite_test
+
+    space = ss.Permutations(4)
+    rng = np.random.default_rng(7)
+    L = _independent_votes(space, 10_000, 8, 7, k=2, theta=(0.4, 1.0))
+    L = _copy(_copy(L, 1, 5, rng), 2, 6, rng)
+    stats = VoteStats.from_label_matrix(L, n_labels=len(space))
+
+    def run(until):
+        return finite_test(
+            stats.patterns,
+            stats.counts,
+            None,
+            0.05,
+            2000,
+            np.random.default_rng(0),
+            until=until,
+        )
+
+    full, seen = run(None), []
+    first = run(lambda obs, exp: seen.append((obs, exp)) or True)
+    assert len(full[-1]) == 2 and first[-1] == full[-1][:1]
+    t = int(
+        np.flatnonzero((full[0] == first[-1][0][0]) & (full[1] == first[-1][0][1]))[0]
+    )
+    np.testing.assert_allclose(seen, [(first[3][t], first[4][t])])
+    never = run(lambda obs, exp: False)
+    assert never[-1] == full[-1]
+    for got, want in zip(never[:-1], full[:-1], strict=True):
+        np.testing.assert_array_equal(got, want)
+    # the label model on Permutations stops there, and fits as after the full search
+    from snorkel_structured.estimators import dependencies
+
+    with pytest.warns(ss.IdentifiabilityWarning):
+        lm = ss.StructuredLabelModel(space, seed=0).fit(L, progress_bar=False)
+    assert len(lm.dependencies_) == 1 and lm.dependencies_[0] in [(1, 5), (2, 6)]
+    search = dependencies.detect_dependent_pairs
+    monkeypatch.setattr(
+        dependencies,
+        "detect_dependent_pairs",
+        lambda *a, until=None, **k: search(*a, **k),
+    )
+    with pytest.warns(ss.IdentifiabilityWarning):
+        whole = ss.StructuredLabelModel(space, seed=0).fit(L, progress_bar=False)
+    assert whole.dependencies_ == [(1, 5), (2, 6)]
+    np.testing.assert_array_equal(
+        lm.predict(L[:2000], decision="distance"),
+        whole.predict(L[:2000], decision="distance"),
+    )
+    np.testing.assert_allclose(lm.theta_, whole.theta_)
+
+
 def test_statistics_and_label_matrix_give_the_same_answer():
     space = ss.Permutations(4)
     rng = np.random.default_rng(3)

@@ -150,8 +150,10 @@ def _run(
     n_boot: int,
     rng: np.random.Generator,
     names: list[Any] | None,
+    until: Any = None,
 ) -> tuple[list[tuple[int, int]], pd.DataFrame]:
-    """Run the test on validated statistics (VoteStats or ManifoldPairStats).
+    """Run the test on validated statistics (VoteStats or ManifoldPairStats);
+    ``until``: see :func:`detect_dependent_pairs` (finite spaces).
 
     Every matrix here is small (k x k, or n_patterns x k): multithreaded BLAS only
     adds overhead, and on a busy 2-core machine OpenBLAS threads made the 7-LF
@@ -167,6 +169,7 @@ def _run(
                 alpha,
                 n_boot,
                 rng,
+                until=until,
             )
         else:
             a, b, n_both, obs, exp, z, flagged = manifold_test(data, alpha, n_boot, rng)
@@ -213,6 +216,7 @@ def detect_dependent_pairs(
     n_components: int | None = None,
     seed: Any = 0,
     lf_names: Any = None,
+    until: Any = None,
 ) -> tuple[list[tuple[int, int]], pd.DataFrame]:
     """Pairs of LFs that agree more than conditional independence allows (numerical core).
 
@@ -237,6 +241,11 @@ def detect_dependent_pairs(
         Randomness of the fold split (finite) and of the null draws.
     lf_names : sequence, optional
         Names for the frame's ``lf_a``/``lf_b`` columns (default: LF indices).
+    until : callable, optional
+        Finite spaces: ``until(observed, expected)`` of each pair as it is flagged
+        (its agreement rate among the rows both LFs vote on, and the prediction);
+        True stops the search there, for a caller that acts on the first such
+        pair alone. The frame then holds that round's statistics.
 
     Returns
     -------
@@ -293,6 +302,7 @@ def detect_dependent_pairs(
         n_boot=DEFAULT_N_BOOT,
         rng=rng,
         names=names,
+        until=until,
     )
 
 

@@ -629,6 +629,7 @@ def finite_test(
     alpha: float,
     n_sim: int,
     rng: np.random.Generator,
+    until: Any = None,
 ) -> tuple[Any, ...]:
     """Forward selection of dependent pairs with the max-T criterion, cross-fitted.
 
@@ -644,6 +645,10 @@ def finite_test(
         Gaussian draws of the null maximum.
     rng : numpy.random.Generator
         Draws the fold split and the Gaussian draws.
+    until : callable, optional
+        ``until(observed, expected)`` of a pair just flagged (its agreement rate and
+        prediction, as returned): True stops the selection there. The returned
+        statistics are then those of the round that flagged it.
 
     Returns
     -------
@@ -738,6 +743,10 @@ def finite_test(
         if pick is None:
             break
         flagged.append((int(a_idx[pick]), int(b_idx[pick])))
+        if until is not None:
+            share = n_both[pick] / votes.n
+            if until(agree_full[pick] / share, (agree_full[pick] - diff[pick]) / share):
+                break
     share = n_both / votes.n
     with np.errstate(invalid="ignore", divide="ignore"):
         observed = agree_full / share
