@@ -527,11 +527,17 @@ class _Problem:
         if self.pw is not None:
             per_lf *= self.pw.T[:, :, None]
         if alpha is not None and not fold:
-            per_lf += np.where(
-                self.voted.T[:, :, None],
-                np.log1p(-alpha)[:, None, :],
-                np.log(alpha)[:, None, :],
-            )
+            if (alpha == alpha[:, :1]).all():  # abstains independent of Y: per LF
+                terms = np.where(
+                    self.voted.T, np.log1p(-alpha[:, :1]), np.log(alpha[:, :1])
+                )
+                per_lf += terms[:, :, None]
+            else:
+                per_lf += np.where(
+                    self.voted.T[:, :, None],
+                    np.log1p(-alpha)[:, None, :],
+                    np.log(alpha)[:, None, :],
+                )
         return per_lf
 
     def conditional_loglik_rows(
