@@ -945,8 +945,19 @@ def test_map_ties_are_told_apart_by_expected_distance_off_plain_classes(space):
             cost = np.array([p @ D[:, z] for z in tied])
             tied = tied[cost <= cost.min() + 1e-5 * D.max()]
         want[i] = tied[0] if tied.size == 1 else -1
-    got = lm.predict(L)
+    # predict says how many rows with votes it leaves unlabeled (5% or more)
+    voted = (L != -1).any(axis=1)
+    n_tied, n_voted = int(((want == -1) & voted).sum()), int(voted.sum())
+    assert n_tied >= 0.05 * n_voted
+    with pytest.warns(IdentifiabilityWarning, match=f"{n_tied} of the {n_voted} rows"):
+        got = lm.predict(L)
     np.testing.assert_array_equal(got, want)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdentifiabilityWarning)
+        assert (lm.predict(L, tie_break_policy="random")[voted] >= 0).all()
+        few = np.flatnonzero(want >= 0)[: int(0.96 * n_voted)]
+        few = np.concatenate([few, np.flatnonzero((want == -1) & voted)[:1]])
+        assert (lm.predict(L[few]) == -1).sum() == 1  # under 5%: no word
     n_prob_ties = (np.sum(np.abs(P - P.max(axis=1, keepdims=True)) < 1e-5, 1) > 1).sum()
     assert n_prob_ties > 50  # the case is exercised
     if isinstance(space, ss.Discrete):
