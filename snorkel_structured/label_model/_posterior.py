@@ -58,10 +58,14 @@ def _warn_if_many_ties(preds: np.ndarray, L: np.ndarray) -> None:
     of some real tasks tied between labels of equal probability and equal expected
     distance, where Snorkel's rule returns -1 without a word.
     """
-    voted = (L != ABSTAIN).any(axis=1)
-    n_tied = int(np.count_nonzero((preds == ABSTAIN) & voted))
-    n_voted = int(np.count_nonzero(voted))
-    if n_voted and n_tied >= TIE_WARN_SHARE * n_voted:
+    # Only the abstained rows are read first: with no tie, predict pays one pass
+    # over its own output, not another over L (a third of its time at 1e6 x 3).
+    abstained = np.flatnonzero(preds == ABSTAIN)
+    n_tied = int(np.count_nonzero((L[abstained] != ABSTAIN).any(axis=1)))
+    if not n_tied:
+        return
+    n_voted = int(np.count_nonzero((L != ABSTAIN).any(axis=1)))
+    if n_tied >= TIE_WARN_SHARE * n_voted:
         _warnings.warn(
             f"{n_tied} of the {n_voted} rows with votes ({n_tied / n_voted:.0%}) are "
             "exact ties between labels of equal posterior probability (and, off "

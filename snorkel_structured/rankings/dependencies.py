@@ -271,21 +271,29 @@ def _residual_variance(logA: np.ndarray, usable: np.ndarray) -> float:
     return float(np.sum((logA[a, b] - X @ ell) ** 2) / dof) if dof > 0 else np.inf
 
 
+def _agreement_z(stats: _Agreements) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(A, rows' worth of instances, A in standard errors from 0), (m, m) each.
+
+    Pairs within a row are far from independent, so the standard error counts each
+    row that both LFs vote on as about n_items draws.
+    """
+    A = np.asarray(stats.agreement, dtype=np.float64)
+    n_eff = np.asarray(stats.both, dtype=np.float64) / max(stats.n_items - 1, 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = A * np.sqrt(n_eff / np.maximum(1.0 - A**2, 1e-12))
+    return A, n_eff, z
+
+
 def _usable_log_agreement(
     stats: _Agreements,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(A, log A, usable pairs, rows' worth of instances) of the rank-one fit."""
-    A = stats.agreement
-    # Rows' worth of instances: pairs within a row are far from independent, so the
-    # standard error counts each row that both LFs vote on as about n_items draws.
-    n_eff = stats.both / max(stats.n_items - 1, 1)
+    A, n_eff, z_agree = _agreement_z(stats)
     with np.errstate(divide="ignore", invalid="ignore"):
         logA = np.log(A)
     # log A_ab is only estimated where A_ab is: an agreement within MIN_Z_AGREE
     # standard errors of 0 has a log anywhere below about -2 (-4.6 at 0.01), and one
     # such pair pulled the fit far enough to miss two LFs agreeing on 99% of pairs.
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z_agree = A * np.sqrt(n_eff / np.maximum(1.0 - A**2, 1e-12))
     usable = np.isfinite(logA) & (z_agree >= MIN_Z_AGREE) & (n_eff >= 10)
     np.fill_diagonal(usable, False)
     return A, logA, usable, n_eff
@@ -352,10 +360,7 @@ def frustrated_triangles(
     list of (int, int, int)
         The triplets ``a < b < c``.
     """
-    A = np.asarray(stats.agreement, dtype=np.float64)
-    n_eff = np.asarray(stats.both, dtype=np.float64) / max(stats.n_items - 1, 1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        z = A * np.sqrt(n_eff / np.maximum(1.0 - A**2, 1e-12))
+    A, _, z = _agreement_z(stats)
     sign = np.where(np.abs(z) >= min_z, np.sign(A), 0.0)  # NaN: not significant
     np.fill_diagonal(sign, 0.0)
     a, b, c = np.nonzero(np.einsum("ab,bc,ca->abc", sign, sign, sign) < 0)
