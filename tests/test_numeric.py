@@ -57,3 +57,18 @@ def test_normalize_log_rows_is_exp_of_a_minus_its_logsumexp(k):
     assert np.isnan(probs[2]).all() and lse[2] == -np.inf
     ok = np.arange(40) != 2
     np.testing.assert_allclose(probs[ok].sum(axis=1), 1.0, rtol=1e-12)
+
+
+@pytest.mark.parametrize("k", [3, 9, 30, 200])
+@pytest.mark.parametrize("offset", [0.0, -480.0, 570.0, -650.0, 650.0, -1e4])
+def test_finite_rows_far_from_zero_match_scipy(k, offset):
+    # finite entries: within 600 of 0 the exponential is taken unshifted, beyond it
+    # the rows' maxima shift it (short rows: one column at a time); all to SciPy's
+    # precision, with one row far below the others (it must not underflow to 0)
+    a = np.random.default_rng(3).normal(size=(30, k)) * 5 + offset
+    a[4] -= 100.0
+    probs, lse = normalize_log_rows(a)
+    want_lse = scipy_logsumexp(a, axis=1)
+    np.testing.assert_allclose(lse, want_lse, rtol=1e-12)
+    np.testing.assert_allclose(probs, np.exp(a - want_lse[:, None]), rtol=1e-10)
+    np.testing.assert_allclose(logsumexp(a, axis=1), want_lse, rtol=1e-12)
