@@ -363,7 +363,12 @@ class _Problem:
             lin = (theta @ D.reshape(self.m, -1)).reshape(self.u, -1)
         else:
             lin = np.einsum("ak,auk->uk", th, D)
-        return -(self.voted_f @ logz) - lin
+        np.negative(lin, out=lin)
+        if logz.strides[1] == 0:  # the same log Z for every label: one per pattern
+            lin -= (self.voted_f @ logz[:, 0])[:, None]
+        else:
+            lin -= self.voted_f @ logz
+        return lin
 
     @functools.cached_property
     def _cast(self) -> tuple[np.ndarray, np.ndarray, Any, Any, Any]:
