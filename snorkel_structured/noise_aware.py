@@ -27,6 +27,7 @@ from tqdm import tqdm
 from snorkel_structured import _warnings
 from snorkel_structured._validation import (
     ABSTAIN,
+    check_distance_matrix,
     check_label_matrix,
     check_scalar,
     check_seed,
@@ -121,6 +122,12 @@ def _distances_source(space: Any) -> tuple[Any, int]:
             "space must be a FiniteMetricSpace or an (r, r) matrix of squared "
             f"distances; got an array of shape {S.shape}."
         )
+    # The same checks FiniteMetricSpace applies to its distances (finite, non-negative,
+    # symmetric, zero diagonal): a NaN would otherwise surface as a LinAlgError from
+    # Q's SVD, and negative or asymmetric entries would give a Q for no metric at all.
+    # The validated copy is discarded so that valid matrices give exactly the Q they
+    # gave before (the validator symmetrizes within its tolerance).
+    check_distance_matrix(S, "space (a matrix of squared distances)", squared=True)
     return S, S.shape[0]
 
 
@@ -215,7 +222,11 @@ def _check_model(
             f"prior must be {r} non-negative finite numbers with a positive sum; got "
             f"shape {p.shape}."
         )
-    m = th.shape[0]
+    return th, p / p.sum(), _check_abstain(th.shape[0], abstain)
+
+
+def _check_abstain(m: int, abstain: Any) -> np.ndarray:
+    """Abstain rates as a fresh (m,) float64 array, each in [0, 1)."""
     rates = np.asarray(abstain, dtype=np.float64)
     if rates.ndim > 1 or (rates.ndim == 1 and rates.shape != (m,)):
         raise ValueError(
@@ -224,7 +235,7 @@ def _check_model(
     rates = np.broadcast_to(rates, (m,)).copy()
     if not np.isfinite(rates).all() or ((rates < 0) | (rates >= 1)).any():
         raise ValueError(f"abstain rates must be in [0, 1); got {rates.tolist()}.")
-    return th, p / p.sum(), rates
+    return rates
 
 
 def _auto_support(prior: np.ndarray) -> np.ndarray:
@@ -369,14 +380,15 @@ def noise_matrix(
     Parameters
     ----------
     space : FiniteMetricSpace or ndarray of shape (r, r)
-        The label space, or its matrix of squared distances.
+        The label space, or its matrix of squared distances: finite, non-negative,
+        symmetric, with a zero diagonal (the checks ``FiniteMetricSpace`` applies).
     theta : array-like of shape (n_lfs,) or (n_lfs, r)
         Canonical parameters of the model exp(-theta_a d^2) / Z_a(y) (estimated: Q;
         true: the paper's P); exp(-theta_a d^power) with ``power``.
     prior : array-like of shape (r,)
         P(Y = y) over the whole space.
     abstain : float or array-like of shape (n_lfs,), default=0.0
-        Probability that each LF abstains, independently of Y.
+        Probability that each LF abstains, independently of Y; each in [0, 1).
     rule : {"auto", "map", "sample"}, default="auto"
         Pseudolabel rule: the MAP (the label ``predict`` returns), a draw from the
         posterior (the paper's rule), or "auto": the MAP, unless its Q has a
@@ -427,8 +439,10 @@ def noise_matrix(
     Raises
     ------
     ValueError
-        For malformed parameters, or when Q is singular (the LFs carry no information
-        that separates some support labels; shrink the support or improve the LFs).
+        For malformed parameters (including a squared-distance matrix that is not
+        finite, non-negative, symmetric with a zero diagonal, naming the first bad
+        entry), or when Q is singular (the LFs carry no information that separates
+        some support labels; shrink the support or improve the LFs).
 
     Warns
     -----
@@ -578,7 +592,9 @@ def loss_weights(
     theta, prior
         The noise model, as in :func:`noise_matrix`.
     abstain : float or array-like of shape (n_lfs,), optional
-        LF abstain rates for Q; default the fraction of -1 in each column of ``L``.
+        LF abstain rates for Q, each in [0, 1) as in :func:`noise_matrix` (others
+        raise ``ValueError``); default the fraction of -1 in each column of ``L``,
+        where a column that is all -1 counts as just below 1.
     rule : {"auto", "map", "sample"}, default="auto"
         How pseudolabels are made: the posterior's argmax over the support (the
         label ``predict`` returns, when it lies in the support), a draw from it (the
@@ -608,6 +624,13 @@ def loss_weights(
         prediction t, ``sum_l w_l d^2(t, y_l)`` is an unbiased estimate of the clean
         loss ``d^2(t, y)`` (exactly so under the model that gave Q). ``attrs`` records
         the support, rule, method and condition number.
+
+    Raises
+    ------
+    ValueError
+        For malformed arguments, as :func:`noise_matrix` (e.g. an ``abstain`` rate
+        outside [0, 1), or a squared-distance matrix with a NaN, negative or
+        asymmetric entry), or an ``index`` or ``theta`` that does not match ``L``.
 
     Notes
     -----
@@ -643,12 +666,19 @@ def loss_weights(
         raise ValueError(
             f"L has {Lc.shape[1]} columns but theta describes {th.shape[0]} LFs."
         )
+    # Validated before any clipping, with noise_matrix's rule and message: clipping a
+    # rate of 1.5 to just below 1 would give weights of order 1e9, not an error.
+    given_rates = None if abstain is None else _check_abstain(th.shape[0], abstain)
     family = _check_family(th.shape[0], r, power, outlier_rate, outlier_dist)
     rng = check_seed(seed)
     q_rng, z_rng = rng.spawn(2)
     if noise is None:
-        rates = (Lc == ABSTAIN).mean(axis=0) if abstain is None else abstain
-        rates = np.minimum(rates, 1.0 - 1e-9)  # an LF that always abstains
+        if given_rates is None:
+            # An LF that abstains on every row of L has rate 1, outside Q's [0, 1):
+            # just below 1 it still gives Q (its votes then carry no weight).
+            rates = np.minimum((Lc == ABSTAIN).mean(axis=0), 1.0 - 1e-9)
+        else:
+            rates = given_rates
         noise = noise_matrix(
             S,
             th,

@@ -312,8 +312,106 @@ def test_auto_support_when_the_prior_is_spread():
     assert nm.support.size == 27 and set(nm.support) <= set(heavy)
     # Uniform over 120 labels: the cap, and a warning that names the share covered.
     with pytest.warns(UserWarning, match="40 heaviest labels, 33% of the prior"):
-        nm = ss.noise_matrix(space, [1.0, 1.0, 1.0], np.full(r, 1 / r), n_draws=50, seed=0)
+        nm = ss.noise_matrix(
+            space, [1.0, 1.0, 1.0], np.full(r, 1 / r), n_draws=50, seed=0
+        )
     assert nm.support.size == AUTO_MAX_LABELS
     # A threshold no label passes still says what to do.
     with pytest.raises(ValueError, match="min_prior='auto'"):
         ss.noise_matrix(space, [1.0, 1.0, 1.0], np.full(r, 1 / r), min_prior=0.05)
+
+
+# -- a squared-distance matrix gets FiniteMetricSpace's validation ------------------
+THETA3, PRIOR_ABC = [1.0, 0.5, 0.2], [0.5, 0.3, 0.2]
+
+
+@pytest.mark.parametrize(
+    "S, match",
+    [
+        (
+            [[0, np.nan, 1], [np.nan, 0, 1], [1, 1, 0]],
+            r"must be finite; entry \(0, 1\) is .*nan",
+        ),
+        ([[0, -1, 4], [-1, 0, 1], [4, 1, 0]], r"must be non-negative; entry \(0, 1\)"),
+        ([[0, 1, 4], [9, 0, 1], [4, 1, 0]], r"must be symmetric; entry \(0, 1\)"),
+        (
+            [[0, 1, 4], [1, 2, 1], [4, 1, 0]],
+            r"must have a zero diagonal; entry \(1, 1\)",
+        ),
+    ],
+)
+def test_invalid_squared_distance_matrix_raises_naming_the_entry(S, match):
+    # NaN used to surface as "LinAlgError: SVD did not converge"; negative and
+    # asymmetric squared distances were used as given.
+    S = np.array(S, dtype=float)
+    match = r"space \(a matrix of squared distances\) " + match
+    with pytest.raises(ValueError, match=match):
+        ss.noise_matrix(S, THETA3, PRIOR_ABC)
+    L = np.array([[0, 1, 2], [2, 2, -1]])
+    with pytest.raises(ValueError, match=match):
+        ss.loss_weights(L, S, THETA3, PRIOR_ABC, seed=0)
+
+
+def test_finite_metric_space_refuses_what_noise_matrix_refuses():
+    # the same validator, so the same verdict on the same (asymmetric) matrix
+    S = np.array([[0, 1, 4], [9, 0, 1], [4, 1, 0.0]])
+    with pytest.raises(ValueError, match=r"must be symmetric; entry \(0, 1\)") as a:
+        ss.FiniteMetricSpace("abc", S)
+    with pytest.raises(ValueError, match=r"must be symmetric; entry \(0, 1\)") as b:
+        ss.noise_matrix(S, THETA3, PRIOR_ABC)
+    assert str(a.value).split(" must ")[1] == str(b.value).split(" must ")[1]
+
+
+def test_explicit_squared_distances_give_the_hand_computed_q():
+    # Two labels at squared distance 1, one LF with theta = ln 3, no abstains:
+    # P(vote = y | y) = 1 / (1 + e^-theta) = 3/4, and with one LF and a uniform prior
+    # the MAP pseudolabel is the vote, so Q = [[3/4, 1/4], [1/4, 3/4]].
+    S = np.array([[0.0, 1.0], [1.0, 0.0]])
+    nm = ss.noise_matrix(S, [np.log(3.0)], [0.5, 0.5], rule="map")
+    np.testing.assert_allclose(nm.Q, [[0.75, 0.25], [0.25, 0.75]], atol=1e-12)
+    np.testing.assert_allclose(nm.inverse, [[1.5, -0.5], [-0.5, 1.5]], atol=1e-12)
+    same = ss.noise_matrix(
+        ss.FiniteMetricSpace(["a", "b"], [[0, 1], [1, 0]]),
+        [np.log(3.0)],
+        [0.5, 0.5],
+        rule="map",
+    )
+    np.testing.assert_array_equal(same.Q, nm.Q)
+
+
+# -- loss_weights validates abstain rates as noise_matrix does -----------------------
+@pytest.mark.parametrize("abstain", [1.5, 1.0, -0.1, np.nan, [0.1, 1.0, 0.2]])
+def test_loss_weights_refuses_the_abstain_rates_noise_matrix_refuses(abstain):
+    # abstain=1.5 used to be clipped to 1 - 1e-9 first: weights up to 2.7e9.
+    data = make_ranking_data(50, theta=[0.3, 0.6, 0.9], seed=0)
+    with pytest.raises(ValueError, match=r"abstain rates must be in \[0, 1\)") as nm:
+        ss.noise_matrix(data.space, data.theta, data.prior, abstain=abstain)
+    with pytest.raises(ValueError, match=r"abstain rates must be in \[0, 1\)") as lw:
+        ss.loss_weights(data.L, data.space, data.theta, data.prior, abstain=abstain)
+    assert str(lw.value) == str(nm.value)
+
+
+def test_loss_weights_uses_given_abstain_rates_as_given():
+    # Two labels, one LF (theta = ln 3: right with probability 3/4), abstain rate
+    # 1/2, uniform prior, MAP rule (ties to the first label, so an abstain gives
+    # label 0). By hand: Q = 1/2 [[3/4, 1/4], [1/4, 3/4]] + 1/2 [[1, 0], [1, 0]]
+    # = [[7/8, 1/8], [5/8, 3/8]], det 1/4, Q^-1 = [[3/2, -1/2], [-5/2, 7/2]].
+    S = np.array([[0.0, 1.0], [1.0, 0.0]])
+    L = np.array([[0], [1], [-1]])
+    W = ss.loss_weights(L, S, [np.log(3.0)], [0.5, 0.5], abstain=0.5, rule="map")
+    assert W["pseudolabel"].tolist() == [0, 1, 0]
+    np.testing.assert_allclose(
+        W[["label_0", "label_1"]].to_numpy(),
+        [[1.5, -0.5], [-2.5, 3.5], [1.5, -0.5]],
+        atol=1e-12,
+    )
+
+
+def test_loss_weights_default_rates_accept_an_lf_that_always_abstains():
+    # The default rates come from L, where an all -1 column has rate 1: it counts as
+    # just below 1 (documented), so its LF carries no weight; no error.
+    data = make_ranking_data(200, theta=[0.3, 0.6, 0.9], seed=0)
+    L = data.L.copy()
+    L[:, 0] = ss.ABSTAIN
+    W = ss.loss_weights(L, data.space, data.theta, data.prior, seed=0)
+    assert np.isfinite(W.drop(columns="pseudolabel").to_numpy()).all()
