@@ -1,3 +1,5 @@
+import warnings
+
 import numpy as np
 import pytest
 
@@ -109,3 +111,76 @@ def test_aggregating_voter_borda_on_rankings_only():
     np.testing.assert_array_equal(voter.predict(data.L), borda(data.L, data.space, w))
     with pytest.raises(ValueError, match="method='borda' needs a Permutations"):
         AggregatingVoter(ss.Discrete(3), method="borda").predict(np.zeros((2, 3), int))
+
+
+# -- ManifoldMeanVoter weights ---------------------------------------------------------
+NAN = np.nan
+
+
+def test_manifold_mean_voter_weighted_mean_by_hand():
+    # Euclidean(1): the weighted Frechet mean is the weighted average of the votes.
+    X = np.array(
+        [
+            [[0.0], [2.0], [NAN]],  # (1 * 0 + 3 * 2) / 4 = 1.5
+            [[0.0], [2.0], [10.0]],  # LF 2 has weight 0: ignored, 1.5 again
+            [[NAN], [4.0], [NAN]],  # only LF 1 votes: its vote
+            [[NAN], [NAN], [NAN]],  # every LF abstains: NaN
+        ]
+    )
+    voter = ManifoldMeanVoter(ss.Euclidean(1), weights=[1.0, 3.0, 0.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no row is voted only by weight-0 LFs
+        pred = voter.fit(X).predict(X)
+    np.testing.assert_allclose(pred[:3, 0], [1.5, 1.5, 4.0], atol=1e-12)
+    assert np.isnan(pred[3]).all()
+
+
+def test_manifold_mean_voter_rows_voted_only_by_zero_weight_lfs_are_nan_and_warned():
+    # The repro: LFs 0 and 1 vote, LF 2 abstains, and only LF 2 has weight. A weight
+    # of 0 ignores an LF (as a zero sample weight in scikit-learn), so the row is
+    # unlabeled, like an all-abstain row, and the warning says how many rows.
+    sp = ss.Sphere(2)
+    X = np.array([[[0, 0, 1.0], [0, 1.0, 0], [NAN] * 3]])
+    with pytest.warns(UserWarning, match=r"1 of 1 rows are unlabeled \(NaN\)"):
+        pred = ManifoldMeanVoter(sp, weights=[0, 0, 1]).predict(X)
+    assert pred.shape == (1, 3) and np.isnan(pred).all()
+    X2 = np.concatenate([X, [[[0, 0, 1.0], [NAN] * 3, [0, 1.0, 0]]]])
+    with pytest.warns(UserWarning, match=r"1 of 2 rows .* \(LFs \[0, 1\]\)"):
+        pred = ManifoldMeanVoter(sp, weights=[0, 0, 1]).predict(X2)
+    assert np.isnan(pred[0]).all()
+    np.testing.assert_allclose(pred[1], [0, 1.0, 0], atol=1e-12)  # LF 2's vote
+
+
+def test_manifold_mean_voter_zero_weight_equals_removing_the_lf():
+    space = ss.Sphere(2)
+    data = make_manifold_data(
+        300, space=space, noise_scale=[0.2, 0.5, 1.0], abstain=0.3, seed=5
+    )
+    removed = data.X.copy()
+    removed[:, 2] = NAN  # LF 2 abstains everywhere
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # rows only LF 2 voted on
+        zero = ManifoldMeanVoter(space, weights=[2.0, 1.0, 0.0]).predict(data.X)
+    without = ManifoldMeanVoter(space, weights=[2.0, 1.0, 1.0]).predict(removed)
+    np.testing.assert_allclose(zero, without, atol=1e-12)
+    only_lf2 = np.isnan(removed).all(axis=(1, 2)) & ~np.isnan(data.X).all(axis=(1, 2))
+    assert only_lf2.any() and np.isnan(zero[only_lf2]).all()
+
+
+@pytest.mark.parametrize(
+    "weights, match",
+    [
+        ([0.0, 0.0, 0.0], r"weights must have a positive entry; got all 3 zero"),
+        ([1.0, -1.0, 1.0], r"non-negative; weights\[1\] is -1\.0"),
+        ([NAN, 1.0, 1.0], r"finite and non-negative; weights\[0\] is nan"),
+        ([1.0, 1.0, np.inf], r"finite and non-negative; weights\[2\] is inf"),
+        ([1.0, 1.0], r"weights must be 3 finite non-negative numbers .* shape \(2,\)"),
+    ],
+)
+def test_manifold_mean_voter_refuses_bad_weights(weights, match):
+    X = np.array([[[0.0], [1.0], [2.0]], [[1.0], [NAN], [3.0]]])
+    voter = ManifoldMeanVoter(ss.Euclidean(1), weights=weights)
+    with pytest.raises(ValueError, match=match):
+        voter.predict(X)  # without fit, as Snorkel's MajorityLabelVoter
+    with pytest.raises(ValueError, match=match):
+        voter.fit(X)

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from snorkel_structured import _warnings
 from snorkel_structured._validation import (
     ABSTAIN,
     check_label_matrix,
@@ -146,13 +147,25 @@ class ManifoldMeanVoter(BaseEstimator):
     ----------
     space : Euclidean, Sphere or Hyperbolic
     weights : array-like of shape (n_lfs,), optional
-        Non-negative LF weights; default equal (the unweighted Frechet mean).
+        Finite, non-negative LF weights, at least one of them positive; default
+        equal (the unweighted Frechet mean). A weight of 0 ignores the LF, as if it
+        abstained on every row (scikit-learn's convention for a zero sample weight):
+        a row on which only zero-weight LFs vote gets NaN, like a row where every LF
+        abstains, and ``predict`` warns with the number of such rows.
     atol : float, default=1e-6
         Outputs within ``atol`` of the manifold are projected; farther ones raise.
 
     Attributes
     ----------
     n_lfs_ : int
+
+    Examples
+    --------
+    >>> import numpy as np, snorkel_structured as ss
+    >>> X = np.array([[[0.0], [2.0], [np.nan]], [[np.nan], [np.nan], [np.nan]]])
+    >>> ss.ManifoldMeanVoter(ss.Euclidean(1), weights=[1.0, 3.0, 1.0]).predict(X)
+    array([[1.5],
+           [nan]])
     """
 
     def __init__(self, space: Any, *, weights: Any = None, atol: float = 1e-6) -> None:
@@ -160,32 +173,93 @@ class ManifoldMeanVoter(BaseEstimator):
         self.weights = weights
         self.atol = atol
 
+    def _check_weights(self, n_lfs: int) -> np.ndarray | None:
+        """``weights`` as a fresh (n_lfs,) float64 array, or None for equal weights."""
+        if self.weights is None:
+            return None
+        try:
+            w = np.array(self.weights, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"weights must be {n_lfs} finite non-negative numbers (one per LF); "
+                f"got {self.weights!r}."
+            ) from None
+        if w.shape != (n_lfs,):
+            raise ValueError(
+                f"weights must be {n_lfs} finite non-negative numbers (one per LF); "
+                f"got shape {w.shape}."
+            )
+        bad = ~np.isfinite(w) | (w < 0)
+        if bad.any():
+            a = int(np.argmax(bad))
+            raise ValueError(
+                f"weights must be finite and non-negative; weights[{a}] is "
+                f"{float(w[a])!r}."
+            )
+        if not (w > 0).any():
+            # every mean would be NaN: the weights say "ignore every LF"
+            raise ValueError(
+                f"weights must have a positive entry; got all {n_lfs} zero, which "
+                "ignores every LF and leaves every row unlabeled (NaN). Pass "
+                "weights=None for equal weights."
+            )
+        return w
+
     def fit(self, X: Any, y: Any = None) -> ManifoldMeanVoter:
         """Check ``X`` (n_samples, n_lfs, ambient_dim) and record ``n_lfs_``; returns self.
 
         Optional: ``predict`` works without it (the mean learns nothing).
+
+        Raises
+        ------
+        ValueError
+            If ``X`` is malformed, or ``weights`` is not ``n_lfs`` finite,
+            non-negative numbers with a positive one.
         """
         self.__dict__.pop("n_lfs_", None)
-        self.n_lfs_ = check_manifold_outputs(X, self.space, atol=self.atol).shape[1]
+        n_lfs = check_manifold_outputs(X, self.space, atol=self.atol).shape[1]
+        self._check_weights(n_lfs)
+        self.n_lfs_ = n_lfs
         return self
 
     def predict(self, X: Any) -> np.ndarray:
-        """Frechet mean per row, shape (n_samples, ambient_dim); NaN where all abstain.
+        """Frechet mean per row, shape (n_samples, ambient_dim); NaN where unlabeled.
 
-        Needs no ``fit``, as Snorkel's ``MajorityLabelVoter``.
+        Needs no ``fit``, as Snorkel's ``MajorityLabelVoter``. A row is unlabeled
+        (NaN) when every LF abstains on it, or when only LFs of weight 0 vote on it.
+
+        Raises
+        ------
+        ValueError
+            If ``X`` is malformed, or ``weights`` is not ``n_lfs`` finite,
+            non-negative numbers with a positive one.
+
+        Warns
+        -----
+        UserWarning
+            When some rows are unlabeled although an LF voted on them (every LF
+            that voted has weight 0), with their number.
         """
         X = check_manifold_outputs(
             X, self.space, atol=self.atol, n_lfs=getattr(self, "n_lfs_", None)
         )
-        m = X.shape[1]
-        w = None
-        if self.weights is not None:
-            w = np.asarray(self.weights, dtype=np.float64)
-            if w.shape != (m,) or (w < 0).any() or not np.isfinite(w).all():
-                raise ValueError(
-                    f"weights must be {m} finite non-negative numbers; got {w!r}."
+        w = self._check_weights(X.shape[1])
+        mean = self.space.frechet_mean(X, w)
+        if w is not None:
+            voted = ~np.isnan(X[..., 0])  # an abstain is a whole row of NaN
+            ignored = voted.any(axis=1) & ~(voted & (w > 0)).any(axis=1)
+            if ignored.any():
+                zero = np.flatnonzero(w == 0).tolist()
+                _warnings.warn(
+                    f"{int(ignored.sum())} of {len(X)} rows are unlabeled (NaN) "
+                    "although an LF voted on them: every LF that voted there has "
+                    f"weight 0 (LFs {zero}), and a weight of 0 ignores an LF. Give "
+                    "those LFs a positive weight, or drop these rows (NaN "
+                    "predictions) before training on the labels.",
+                    UserWarning,
+                    stacklevel=2,
                 )
-        return self.space.frechet_mean(X, w)
+        return mean
 
     def score(self, X: Any, Y: Any) -> dict[str, float]:
         """Mean distance and mean squared distance to the true labels ``Y`` (n, ambient)."""
