@@ -428,3 +428,13 @@ def test_dask_appliers_match_pandas(values):
     assert dask_out[1].faults == pandas_out[1].faults
     with pytest.raises(TypeError, match="Dask DataFrame"):
         RankingDaskApplier([stored]).apply(df)
+
+
+def test_ranking_analysis_takes_lf_names_as_strings():
+    # Names alone label the summary, as with LF objects (Snorkel's LFAnalysis reads
+    # only lf.name); a bare string is refused rather than split into letters
+    V = np.array([[[0, 1, 2], [2, 1, 0]], [[1, 0, 2], [1, 2, -1]]])
+    by_name = RankingLFAnalysis(V, ["price", "rating"])
+    assert list(by_name.lf_summary().index) == ["price", "rating"]
+    with pytest.raises(TypeError, match="a list of labeling functions"):
+        RankingLFAnalysis(V, "price")

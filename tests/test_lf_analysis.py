@@ -174,3 +174,99 @@ def test_lf_dependencies_score_test_against_a_label_model():
     assert set(res["lf_a"]) <= set(analysis.lf_names)
     with pytest.raises(ValueError, match="takes no options"):
         analysis.lf_dependencies(lm, method="model", n_boot=100)
+
+
+# -- LF names as strings -------------------------------------------------------------
+def test_lfs_given_as_names_index_the_summary(analysis):
+    # lfs are used only for their names: plain strings give the same analysis as
+    # labeling functions with those names (they used to raise AttributeError).
+    by_name = ss.StructuredLFAnalysis(L, ["a", "b", "c"], space=SPACE)
+    assert by_name.lf_names == ["a", "b", "c"]
+    pd.testing.assert_frame_equal(by_name.lf_summary(), analysis.lf_summary())
+    mixed = ss.StructuredLFAnalysis(L, [lf_named("a"), "b", np.str_("c")], space=SPACE)
+    assert list(mixed.lf_distances().index) == ["a", "b", "c"]
+
+
+def test_lfs_that_are_neither_functions_nor_names_raise():
+    with pytest.raises(TypeError, match=r"lfs\[1\] is 3 of type int; lfs must hold"):
+        ss.StructuredLFAnalysis(L, ["a", 3, "c"], space=SPACE)
+    # a single string would otherwise be read as one name per character
+    with pytest.raises(TypeError, match=r"got the string 'abc'\. Pass \['abc'\]"):
+        ss.StructuredLFAnalysis(L, "abc", space=SPACE)
+
+
+# -- a label model over another space ------------------------------------------------
+def test_summary_refuses_a_label_model_fitted_on_another_space(analysis):
+    model = types.SimpleNamespace(
+        space=ss.Discrete(3),
+        expected_sq_dist_=np.array([0.1, 0.2, 3.0]),
+        get_weights=lambda: np.array([0.9, 0.8, 0.1]),
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"fitted on Discrete\(cardinality=3\), but this analysis is over "
+        r"Permutations\(n_items=3",
+    ):
+        analysis.lf_summary(label_model=model)
+    # an equal space (another object) is the same space
+    model.space = ss.Permutations(n_items=3)
+    s = analysis.lf_summary(label_model=model)
+    np.testing.assert_allclose(s["Learned Weight"], [0.9, 0.8, 0.1])
+
+
+def test_summary_refuses_a_fitted_model_over_permutations_for_discrete_votes():
+    import warnings
+
+    from snorkel_structured.synthetic import make_label_matrix
+
+    D = ss.Discrete(3)
+    d = make_label_matrix(
+        300, space=D, theta=[1.0, 0.5, 0.2], prior=[0.5, 0.3, 0.2], seed=0
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        other = ss.StructuredLabelModel(ss.Permutations(3), seed=0).fit(
+            d.L, progress_bar=False
+        )
+    with pytest.raises(ValueError, match=r"fitted on Permutations.*over Discrete"):
+        ss.StructuredLFAnalysis(d.L, space=D).lf_summary(label_model=other)
+
+
+# -- manifold votes must lie on the manifold -----------------------------------------
+def _hyperbolic_votes():
+    # On the hyperboloid -x0^2 + x1^2 + x2^2 = -1: the origin o = (1, 0, 0) and
+    # p = (cosh 1, sinh 1, 0), at geodesic distance 1 from o.
+    o = [1.0, 0.0, 0.0]
+    p = [np.cosh(1.0), np.sinh(1.0), 0.0]
+    return np.array([[o, p], [o, o]])
+
+
+def test_manifold_votes_on_the_manifold_by_hand():
+    a = ss.StructuredLFAnalysis(_hyperbolic_votes(), space=ss.Hyperbolic(2))
+    # LFs 0 and 1 co-vote twice, at distances 1 and 0
+    assert a.lf_distances().iloc[0, 1] == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize(
+    "transform",
+    [lambda X: 3 * X, lambda X: X * np.array([-1.0, 1.0, 1.0])],  # scaled; lower sheet
+    ids=["scaled", "lower_sheet"],
+)
+def test_manifold_votes_off_the_manifold_raise_as_in_the_label_model(transform):
+    H = ss.Hyperbolic(2)
+    X = transform(_hyperbolic_votes())
+    with pytest.raises(ValueError, match=r"off Hyperbolic\(dim=2\)") as model:
+        ss.ManifoldLabelModel(H).fit(np.concatenate([X] * 3, axis=1))
+    with pytest.raises(ValueError, match=r"L has a point off Hyperbolic\(dim=2\)"):
+        ss.StructuredLFAnalysis(X, space=H)
+    assert "at row 0, LF 0" in str(model.value)
+
+
+def test_manifold_votes_within_atol_are_analysed_as_given():
+    north, east = np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0])
+    X = np.array([[north * (1 + 1e-4), east]])
+    with pytest.raises(ValueError, match=r"off Sphere\(dim=2\) \(beyond atol=1e-06\)"):
+        ss.StructuredLFAnalysis(X, space=Sphere(2))
+    a = ss.StructuredLFAnalysis(X, space=Sphere(2), atol=1e-3)
+    np.testing.assert_array_equal(a.L, X)  # not projected
+    assert a.lf_distances().iloc[0, 1] == pytest.approx(np.pi / 2)

@@ -21,6 +21,7 @@ import pandas as pd
 from snorkel_structured._validation import (
     ABSTAIN,
     check_label_matrix,
+    check_manifold_outputs,
     warn_silent_lfs,
 )
 
@@ -29,6 +30,38 @@ __all__ = ["StructuredLFAnalysis"]
 
 def _is_finite_space(space: Any) -> bool:
     return hasattr(space, "distance_matrix") and hasattr(space, "index")
+
+
+def _lf_name(lf: Any, j: int) -> Any:
+    """The name of ``lfs[j]``: a labeling function's ``name``, or the string itself."""
+    if isinstance(lf, str):
+        return lf
+    if not hasattr(lf, "name"):
+        raise TypeError(
+            f"lfs[{j}] is {lf!r} of type {type(lf).__name__}; lfs must hold labeling "
+            "functions (objects with a name, as Snorkel's LabelingFunction) or their "
+            "names as strings."
+        )
+    return lf.name
+
+
+def lf_names(lfs: Sequence[Any] | None, n_lfs: int, matrix: str) -> list[Any]:
+    """The names of ``lfs`` (labeling functions or strings), one per column of the
+    vote matrix named ``matrix``; ``lf_0, lf_1, ...`` without ``lfs``."""
+    if lfs is None:
+        return [f"lf_{j}" for j in range(n_lfs)]
+    if isinstance(lfs, str):  # list("abc") would give three one-letter names
+        raise TypeError(
+            f"lfs must be a list of labeling functions or of their names; got "
+            f"the string {lfs!r}. Pass [{lfs!r}] for a single LF."
+        )
+    lfs = list(lfs)
+    if len(lfs) != n_lfs:
+        raise ValueError(
+            f"lfs has {len(lfs)} labeling functions but {matrix} has {n_lfs} LFs; "
+            "pass the LFs in the order they were applied."
+        )
+    return [_lf_name(lf, j) for j, lf in enumerate(lfs)]
 
 
 class StructuredLFAnalysis:
@@ -40,11 +73,15 @@ class StructuredLFAnalysis:
         Votes. For a finite ``space``: indices into the space, ``-1`` for abstain (the
         output of Snorkel's appliers). For a manifold: points, with a row of NaN where
         an LF abstains (the output of ``ManifoldPandasApplier``).
-    lfs : list of labeling functions, optional
-        Used only for their names (the summary's index).
+    lfs : list of labeling functions or of str, optional
+        Used only for their names (the summary's index): labeling functions (their
+        ``name``, as Snorkel's ``LFAnalysis`` reads it) or the names themselves.
     space : label space
         A finite space (``Permutations``, ``GraphSpace``, ...) or a manifold
         (``Sphere``, ``Euclidean``, ``Hyperbolic``) with a ``dist`` method.
+    atol : float, default=1e-6
+        Manifolds only: votes farther than ``atol`` from the manifold raise, as in
+        ``ManifoldLabelModel`` (the votes are analysed as given, not projected).
 
     Attributes
     ----------
@@ -57,7 +94,11 @@ class StructuredLFAnalysis:
     Raises
     ------
     ValueError
-        If ``L`` has the wrong shape or values, or ``lfs`` has the wrong length.
+        If ``L`` has the wrong shape or values (for a manifold: the checks
+        ``ManifoldLabelModel`` applies, e.g. a vote off the manifold), or ``lfs``
+        has the wrong length.
+    TypeError
+        If an entry of ``lfs`` is neither a labeling function nor a string.
 
     Warns
     -----
@@ -91,7 +132,14 @@ class StructuredLFAnalysis:
     [0.0, 0.5, 3.0]
     """
 
-    def __init__(self, L: Any, lfs: Sequence[Any] | None = None, *, space: Any) -> None:
+    def __init__(
+        self,
+        L: Any,
+        lfs: Sequence[Any] | None = None,
+        *,
+        space: Any,
+        atol: float = 1e-6,
+    ) -> None:
         self.space = space
         self._finite = _is_finite_space(space)
         if self._finite:
@@ -103,19 +151,10 @@ class StructuredLFAnalysis:
                     "space must be a finite label space or a manifold with dist and "
                     f"ambient_dim; got {type(space).__name__}."
                 )
-            self.L = self._check_points(L, space)
+            self.L = self._check_points(L, space, atol)
             self._votes = ~np.isnan(self.L).all(axis=-1)
         n_lfs = self.L.shape[1]
-        if lfs is not None:
-            lfs = list(lfs)
-            if len(lfs) != n_lfs:
-                raise ValueError(
-                    f"lfs has {len(lfs)} labeling functions but L has {n_lfs} columns; "
-                    "pass the LFs in the order they were applied."
-                )
-            self.lf_names = [lf.name for lf in lfs]
-        else:
-            self.lf_names = [f"lf_{j}" for j in range(n_lfs)]
+        self.lf_names = lf_names(lfs, n_lfs, "L")
         warn_silent_lfs(
             self._votes.sum(axis=0),
             n_samples=self.L.shape[0],
@@ -125,7 +164,7 @@ class StructuredLFAnalysis:
         )
 
     @staticmethod
-    def _check_points(L: Any, space: Any) -> np.ndarray:
+    def _check_points(L: Any, space: Any, atol: float) -> np.ndarray:
         X = np.array(L, dtype=np.float64, copy=True)
         d = int(space.ambient_dim)
         if X.ndim == 2 and d == 1:
@@ -146,6 +185,11 @@ class StructuredLFAnalysis:
         if np.isinf(X).any():
             i, j = (int(v) for v in np.argwhere(np.isinf(X).any(axis=-1))[0])
             raise ValueError(f"L[{i}, {j}] is not finite: {X[i, j].tolist()}.")
+        if hasattr(space, "belongs") and hasattr(space, "projection"):
+            # The label model's own check: off-manifold votes (e.g. rescaled, or on the
+            # hyperboloid's lower sheet) would give distances of another geometry.
+            # Its projected copy is dropped, so valid votes give the same numbers.
+            check_manifold_outputs(X, space, name="L", atol=atol)
         return X
 
     # -- pairwise distances between co-voting LFs ----------------------------------
@@ -299,8 +343,9 @@ class StructuredLFAnalysis:
             where unknown) for finite spaces, points of shape (n_samples, ambient_dim)
             for manifolds. Adds empirical columns.
         label_model : fitted label model, optional
-            A fitted ``StructuredLabelModel`` or ``ManifoldLabelModel``; adds its
-            estimated ``E[d^2]`` and weight of each LF (no gold labels needed).
+            A fitted ``StructuredLabelModel`` or ``ManifoldLabelModel`` over this
+            analysis's ``space`` and LFs; adds its estimated ``E[d^2]`` and weight
+            of each LF (no gold labels needed).
 
         Returns
         -------
@@ -311,6 +356,12 @@ class StructuredLFAnalysis:
             ``Emp. E[d^2]``; with ``label_model``: ``Est. E[d^2]`` and
             ``Learned Weight`` (``get_weights()`` for finite models, ``weights_`` for
             manifold models).
+
+        Raises
+        ------
+        ValueError
+            If ``Y`` is malformed, or ``label_model`` is not fitted, was fitted on
+            another space than ``space`` or on another number of LFs.
         """
         names = self.lf_names
         m = len(names)
@@ -342,6 +393,13 @@ class StructuredLFAnalysis:
                 raise ValueError(
                     f"label_model must be fitted (it has no expected_sq_dist_); got "
                     f"{type(label_model).__name__}. Call label_model.fit(L) first."
+                )
+            model_space = getattr(label_model, "space", None)
+            if model_space is not None and model_space != self.space:
+                # E[d^2] and weights in another metric would be read as this one's
+                raise ValueError(
+                    f"label_model was fitted on {model_space!r}, but this analysis is "
+                    f"over {self.space!r}; pass a label model fitted on L's space."
                 )
             est = np.asarray(label_model.expected_sq_dist_, dtype=float)
             if hasattr(label_model, "weights_"):

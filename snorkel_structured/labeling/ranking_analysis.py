@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from snorkel_structured._validation import check_scalar, warn_silent_lfs
+from snorkel_structured.labeling.analysis import lf_names
 from snorkel_structured.rankings._votes import (
     check_orderings,
     check_votes,
@@ -142,23 +143,16 @@ class RankingLFAnalysis:
         if n_rows == 0:
             raise ValueError("V has no rows; apply the LFs to a non-empty DataFrame.")
         self.n_items = n_items
-        if lfs is not None:
-            lfs = list(lfs)
-            if len(lfs) != m:
+        if lfs is not None and not isinstance(lfs, str):
+            lfs = list(lfs)  # read twice: names, then declared sizes
+        self.lf_names = lf_names(lfs, m, "V")
+        for name, lf in zip(self.lf_names, lfs or [], strict=False):
+            declared = getattr(lf, "n_items", None)
+            if declared is not None and declared != n_items:
                 raise ValueError(
-                    f"lfs has {len(lfs)} labeling functions but V has {m}; pass the "
-                    "LFs in the order they were applied."
+                    f"Labeling function {name!r} ranks n_items={declared} "
+                    f"items but V has {n_items} per row."
                 )
-            for lf in lfs:
-                declared = getattr(lf, "n_items", None)
-                if declared is not None and declared != n_items:
-                    raise ValueError(
-                        f"Labeling function {lf.name!r} ranks n_items={declared} "
-                        f"items but V has {n_items} per row."
-                    )
-            self.lf_names = [lf.name for lf in lfs]
-        else:
-            self.lf_names = [f"lf_{j}" for j in range(m)]
         if chunk_size is None:
             chunk_size = max(1, _CHUNK_ENTRIES // (m * n_pairs(n_items)))
         self.chunk_size = check_scalar(chunk_size, "chunk_size", kind="int", low=1)
