@@ -43,6 +43,12 @@ __all__ = [
 ]
 
 
+def _shown(x: Any) -> Any:
+    """A NumPy scalar as the Python number it holds, for messages (NumPy 2 writes
+    ``np.float64(nan)`` for ``repr``)."""
+    return x.item() if isinstance(x, np.generic) else x
+
+
 def check_seed(seed: None | int | np.random.Generator) -> np.random.Generator:
     """Turn ``seed`` into a ``numpy.random.Generator``.
 
@@ -147,12 +153,14 @@ def check_distance_matrix(
     bad = ~np.isfinite(D)
     if bad.any():
         raise ValueError(
-            f"{name} must be finite; entry {_first_index(bad)} is {D[bad][0]!r}. "
+            f"{name} must be finite; entry {_first_index(bad)} is {_shown(D[bad][0])!r}. "
             "Disconnected items have no distance: remove them or give a finite one."
         )
     if (D < 0).any():
         idx = _first_index(D < 0)
-        raise ValueError(f"{name} must be non-negative; entry {idx} is {D[idx]!r}.")
+        raise ValueError(
+            f"{name} must be non-negative; entry {idx} is {_shown(D[idx])!r}."
+        )
     # Models and embeddings work with squared distances, their sums and variances
     # (d^4): refuse distances whose powers would overflow (see Notes).
     limit = MAX_DISTANCE**2 if squared else MAX_DISTANCE
@@ -170,14 +178,14 @@ def check_distance_matrix(
     if asym.any():
         i, j = _first_index(asym)
         raise ValueError(
-            f"{name} must be symmetric; entry ({i}, {j}) is {D[i, j]!r} but "
-            f"({j}, {i}) is {D[j, i]!r}. Symmetrize it, e.g. (D + D.T) / 2."
+            f"{name} must be symmetric; entry ({i}, {j}) is {_shown(D[i, j])!r} but "
+            f"({j}, {i}) is {_shown(D[j, i])!r}. Symmetrize it, e.g. (D + D.T) / 2."
         )
     diag = np.abs(np.diag(D)) > atol * scale
     if diag.any():
         i = int(np.argmax(diag))
         raise ValueError(
-            f"{name} must have a zero diagonal; entry ({i}, {i}) is {D[i, i]!r}."
+            f"{name} must have a zero diagonal; entry ({i}, {i}) is {_shown(D[i, i])!r}."
         )
     # (squared matrices come from a space, or go to code that rescales them itself)
     tiny = (D > 0) & (D < 1.0 / MAX_DISTANCE) & (not squared)
@@ -258,7 +266,7 @@ def check_label_matrix(
         if bad.any():
             idx = _first_index(bad)
             raise ValueError(
-                f"{name} must hold integer label indices; entry {idx} is {arr[idx]!r}. "
+                f"{name} must hold integer label indices; entry {idx} is {_shown(arr[idx])!r}. "
                 "Use -1, not NaN, for abstains."
             )
     out = arr.astype(np.int64, copy=True)

@@ -492,7 +492,7 @@ class WrappedNormal(_ManifoldNoise):
         value = np.asarray(value, dtype=np.float64)
         if np.any(~(value > 0)):
             raise ValueError(
-                f"expected_sq_dist must be positive for {self!r}; got {value.ravel()[~(value.ravel() > 0)][0]!r}."
+                f"expected_sq_dist must be positive for {self!r}; got {float(value.ravel()[~(value.ravel() > 0)][0])!r}."
             )
         return value / self.space.dim
 
@@ -725,7 +725,7 @@ class RiemannianGaussian(_ManifoldNoise):
             value = np.asarray(value, dtype=np.float64)
             if np.any(~(value > 0)):
                 raise ValueError(
-                    f"expected_sq_dist must be positive for {self!r}; got {value.min()!r}."
+                    f"expected_sq_dist must be positive for {self!r}; got {float(value.min())!r}."
                 )
             return self.space.dim / (2.0 * value)
         return super().scale_from_expected_sq_dist(value)

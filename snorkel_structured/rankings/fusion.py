@@ -64,7 +64,7 @@ def _check_weights(weights: Any, n_lfs: int) -> np.ndarray:
     if bad.any():
         a = int(np.argmax(bad))
         raise ValueError(
-            f"weights[{a}] = {w[a]!r}; LF weights must be finite and non-negative."
+            f"weights[{a}] = {float(w[a])!r}; LF weights must be finite and non-negative."
         )
     return w
 
