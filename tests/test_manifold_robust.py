@@ -20,6 +20,7 @@ from snorkel_structured.estimators.robust_manifold import (
     robust_frechet_mean,
 )
 from snorkel_structured.estimators.triplet import triplet_estimate
+from snorkel_structured.label_model._manifold_shrinkage import eb_shrink
 from snorkel_structured.synthetic_manifold import make_manifold_data
 
 S2 = Sphere(2)
@@ -185,6 +186,52 @@ def test_shrinkage_goes_to_equal_weights_without_evidence():
     lm = ManifoldLabelModel(S2, robust=False).fit(d.X)
     assert np.all(lm.shrinkage_ < 0.1)
     assert lm.weights_[0] > 5 * lm.weights_[2]
+
+
+def test_shrinkage_keeps_a_dominant_lf_dominant():
+    # one LF ten times as precise as four others, 100 rows: its log E d^2 is far
+    # less certain downwards (it may be better still) than upwards, and it is an
+    # outlier of the normal prior; shrinkage pulled it to the others' weight
+    # (weights 0.20, 0.20, 0.24, 0.24, 0.12; squared error 0.23, as equal weights)
+    for seed in range(3):
+        d = make_manifold_data(
+            100, space=S2, noise_scale=[0.05, 0.5, 0.5, 0.5, 1.0], seed=seed
+        )
+        lm = ManifoldLabelModel(S2, robust=False).fit(d.X)
+        equal = ManifoldLabelModel(S2, robust=False, shrinkage=1.0).fit(d.X)
+        assert lm.weights_[0] > 2 * lm.weights_[1:].max()
+        err = np.mean(S2.squared_dist(lm.predict(d.X), d.Y))
+        assert err < 0.5 * np.mean(S2.squared_dist(equal.predict(d.X), d.Y))
+
+
+def test_eb_shrink_with_equal_variances_is_the_morris_estimate():
+    # written from the docstring: equal v gives mu the mean, tau^2 = max(0, mean
+    # squared deviation - v), kappa = v / (v + tau^2), each LF within one sd of g
+    rng = np.random.default_rng(0)
+    for v in (0.01, 0.3, 3.0):
+        g = rng.normal(size=6)
+        mu = g.mean()
+        tau2 = max(0.0, np.mean((g - mu) ** 2) - v)
+        want = mu + tau2 / (v + tau2) * (g - mu)
+        want = np.clip(want, g - np.sqrt(v), g + np.sqrt(v))
+        got, _ = eb_shrink(g, np.full(6, v))
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+
+
+def test_eb_shrink_reads_the_side_it_moves_and_keeps_the_order():
+    g = np.array([-3.0, 0.0, 0.1, -0.1, 0.5])
+    sides = np.full((5, 2), 0.01)
+    sides[0] = (200.0, 0.01)  # LF 0 may be far better, hardly worse
+    got, _ = eb_shrink(g, np.full(5, 50.0), sides)
+    assert abs(got[0] - g[0]) <= 0.1 + 1e-12  # at most one sd (0.1) upwards
+    symmetric, _ = eb_shrink(g, np.r_[200.0, np.full(4, 0.01)])
+    assert symmetric[0] > -0.5  # the symmetric variance pulls it to the others
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        g = rng.normal(size=5)
+        sides = rng.exponential(size=(5, 2)) ** 3
+        got, _ = eb_shrink(g, sides.mean(axis=1), sides)
+        assert np.all(np.diff(got[np.argsort(g)]) >= -1e-12)
 
 
 def test_fit_stats_and_partial_fit_stay_plain_and_additive():

@@ -89,6 +89,10 @@ class ManifoldEstimate:
         Estimated sampling variance of ``log expected_sq_dist`` (delta method through
         the least-squares solution; ``inf`` where an LF sits at the edge of the range
         or could not be assessed). Used to shrink combination weights.
+    log_sq_dist_side_var : ndarray of shape (n_lfs, 2) or None
+        The same variance on each side of the estimate: below it (the LF better than
+        estimated) and above it. Near the family's noiseless end the two differ
+        widely; shrinkage reads the side it moves an LF towards.
     """
 
     noise_scale: np.ndarray
@@ -96,10 +100,15 @@ class ManifoldEstimate:
     expected_invariant: np.ndarray
     pairs_used: np.ndarray
     log_sq_dist_var: np.ndarray | None = None
+    log_sq_dist_side_var: np.ndarray | None = None
 
 
 def _estimate(
-    noise: Any, scale: np.ndarray, pairs: np.ndarray, log_var: Any = None
+    noise: Any,
+    scale: np.ndarray,
+    pairs: np.ndarray,
+    log_var: Any = None,
+    side_var: Any = None,
 ) -> ManifoldEstimate:
     """The estimate for fitted noise parameters: scale and the two moments it implies."""
     return ManifoldEstimate(
@@ -114,6 +123,7 @@ def _estimate(
             if log_var is None
             else np.asarray(log_var, dtype=np.float64)
         ),
+        log_sq_dist_side_var=side_var,
     )
 
 
@@ -281,32 +291,36 @@ def _finish(noise, invariant, pairs, what="invariant"):
 
 
 def _log_sq_dist_var(noise, z, z_var, log_space, lo_v, hi_v):
-    """Delta-method variance of log E d^2 from the variance of the solved invariant.
+    """Delta-method variance of log E d^2 from the variance of the solved invariant,
+    (n_lfs,), and on each side of the estimate, (n_lfs, 2): below, above.
 
     A symmetric difference over one standard deviation of ``z`` (the solved log
     invariant, or ``E d^2`` itself on Euclidean space), each end clipped into the
     family's range: an LF near the edge of the range gets the (large) variance of its
-    one-sided uncertainty, not the zero slope of the clip.
+    one-sided uncertainty, not the zero slope of the clip. Each side's variance is
+    the squared distance from the estimate to that side's end.
     """
     sd = np.sqrt(np.maximum(z_var, 0.0))
     out = np.where(np.isfinite(sd), 0.0, np.inf)
+    sides = np.stack([out, out], axis=1)
     ok = np.isfinite(sd) & (sd > 0)
     if not ok.any():
-        return out
+        return out, sides
     upper = hi_v - 1e-9 * max(1.0, abs(hi_v)) if np.isfinite(hi_v) else np.inf
     lower = lo_v + 1e-9 * max(1.0, abs(lo_v))
-    ends = []
-    for zz in (z[ok] + sd[ok], z[ok] - sd[ok]):
+    at = []  # log E d^2 at z + sd, z - sd and z
+    for zz in (z[ok] + sd[ok], z[ok] - sd[ok], z[ok]):
         v = np.clip(np.exp(zz) if log_space else zz, lower, upper)
         with _warnings.captured(), np.errstate(all="ignore"):
             try:
-                ends.append(
-                    np.log(noise.expected_sq_dist(noise.scale_from_invariant(v)))
-                )
+                at.append(np.log(noise.expected_sq_dist(noise.scale_from_invariant(v))))
             except ValueError:
-                return np.where(ok, np.inf, out)
-    out[ok] = (0.5 * (ends[0] - ends[1])) ** 2
-    return out
+                return np.where(ok, np.inf, out), np.where(ok[:, None], np.inf, sides)
+    out[ok] = (0.5 * (at[0] - at[1])) ** 2
+    low, high = np.minimum(at[0], at[1]), np.maximum(at[0], at[1])
+    sides[ok, 0] = np.maximum(at[2] - low, 0.0) ** 2
+    sides[ok, 1] = np.maximum(high - at[2], 0.0) ** 2
+    return out, sides
 
 
 def _solve(design, y, var, weighted):
@@ -474,13 +488,14 @@ def triplet_estimate(
         # at the edge: no spread that shrinkage could read as "unknown"
         sol_var = np.where(no_signal, 0.0, sol_var)
     est = _finish(noise, invariant, reduced if not bad.any() else pairs)
-    log_var = _log_sq_dist_var(noise, sol, sol_var, log_space, lo_v, hi_v)
+    log_var, side_var = _log_sq_dist_var(noise, sol, sol_var, log_space, lo_v, hi_v)
     return ManifoldEstimate(
         noise_scale=est.noise_scale,
         expected_sq_dist=est.expected_sq_dist,
         expected_invariant=est.expected_invariant,
         pairs_used=est.pairs_used,
         log_sq_dist_var=log_var,
+        log_sq_dist_side_var=side_var,
     )
 
 
@@ -585,7 +600,9 @@ def pair_sq_dist_estimate(
             scale = np.where(noisy, scale, scale2)
             edge = np.where(noisy, edge, edge2)
     _warn_edges(noise, scale, edge)
-    return _estimate(noise, scale, used, init.log_sq_dist_var)
+    return _estimate(
+        noise, scale, used, init.log_sq_dist_var, init.log_sq_dist_side_var
+    )
 
 
 def _warn_edges(noise, scale, edge):

@@ -131,6 +131,9 @@ def _floored(est: Any, noise: Any, e_min: float) -> Any:
         expected_sq_dist=e,
         expected_invariant=np.asarray(noise.expected_invariant(scale), dtype=float),
         log_sq_dist_var=np.where(low, 0.0, est.log_sq_dist_var),
+        log_sq_dist_side_var=None
+        if est.log_sq_dist_side_var is None
+        else np.where(low[:, None], 0.0, est.log_sq_dist_side_var),
     )
 
 
@@ -498,7 +501,9 @@ class ManifoldLabelModel(
     def _weights(self, est, p: float) -> tuple[np.ndarray, np.ndarray]:
         log_e = np.log(np.maximum(est.expected_sq_dist, 1e-300))
         if isinstance(self.shrinkage, str):
-            shrunk, kappa = eb_shrink(log_e, est.log_sq_dist_var)
+            shrunk, kappa = eb_shrink(
+                log_e, est.log_sq_dist_var, est.log_sq_dist_side_var
+            )
         else:
             k = float(self.shrinkage)
             shrunk = log_e.mean() + (1.0 - k) * (log_e - log_e.mean())
