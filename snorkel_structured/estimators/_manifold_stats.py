@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from snorkel_structured._validation import check_manifold_outputs
-from snorkel_structured.spaces.manifolds import Hyperbolic, Sphere
+from snorkel_structured._validation import MAX_DISTANCE, check_manifold_outputs
+from snorkel_structured.spaces.manifolds import Euclidean, Hyperbolic, Sphere
 
 # A sphere pair's mean cos d enters a log-scale fit (the triplet estimate, the
 # dependency test) only this many standard errors above 0: closer to 0 its log is not
@@ -20,6 +20,42 @@ __all__ = ["LabeledManifoldStats", "ManifoldStats"]
 _CHUNK = (
     1 << 16
 )  # rows per chunk: bounds the temporary (chunk, n_pairs, ambient) arrays
+
+
+def _check_euclidean_scale(X: np.ndarray, space: Any, name: str) -> None:
+    """Refuse Euclidean points with a coordinate beyond ``MAX_DISTANCE`` (1e50).
+
+    The statistics sum d^4 over rows: from coordinates about 1e77 on these overflow
+    to inf (the weights then change silently, and past 1e154 the estimate is NaN).
+    The model is scale-equivariant, so rescaled targets lose nothing. (Sphere and
+    hyperbolic points are bounded by the space's own checks.)
+    """
+    if not isinstance(space, Euclidean) or X.size == 0:
+        return
+    with np.errstate(invalid="ignore"):
+        largest = np.nanmax(np.abs(X), initial=0.0)
+    if largest > MAX_DISTANCE:
+        raise ValueError(
+            f"{name} holds a Euclidean coordinate of absolute value {largest:.3g}, "
+            f"above {MAX_DISTANCE:g}: the model's statistics (sums of d^4 over rows) "
+            "would overflow. The model is scale-equivariant: divide the targets by "
+            f"a common factor (e.g. {largest:.1g}) before fitting, and multiply the "
+            "predictions back by it (expected_sq_dist_ by its square)."
+        )
+
+
+def _plug_in_var(mean_sq: np.ndarray, mean: np.ndarray) -> np.ndarray:
+    """``E[x^2] - E[x]^2`` from additive sums, clipped at 0 (NaN stays NaN).
+
+    The sums are additive (chunks, Dask partitions), so a centred two-pass form is not
+    available. The difference cancels when the spread is tiny against the mean: for
+    LFs a few metres apart on the Earth (sigma2 ~ 1e-9) cos d is 1 - 1e-9 and the true
+    variance (~1e-18) is below the rounding of ``E[cos^2 d]`` (~1e-16), so the
+    difference comes out slightly negative, and its square root (a standard error)
+    NaN, which dropped the best LFs' pairs as "not above 0". The variance is then 0 to
+    working precision.
+    """
+    return np.maximum(mean_sq - mean**2, 0.0)
 
 
 def pair_invariant_and_sq_dist(space: Any, a: np.ndarray, b: np.ndarray):
@@ -123,8 +159,14 @@ class ManifoldStats:
 
     @classmethod
     def _from_checked(
-        cls, X: np.ndarray, space: Any, row_weights: np.ndarray | None = None
+        cls,
+        X: np.ndarray,
+        space: Any,
+        row_weights: np.ndarray | None = None,
+        *,
+        name: str = "X",
     ) -> ManifoldStats:
+        _check_euclidean_scale(X, space, name)
         n, m, _ = X.shape
         voted = ~np.isnan(X[..., 0])
         ia, ib = np.triu_indices(m, 1)
@@ -194,13 +236,18 @@ class ManifoldStats:
 
     @property
     def pair_sq_dist_var(self) -> np.ndarray:
-        """Variance of d^2 per pair (plug-in), (n_lfs, n_lfs); NaN where undefined."""
-        return self._mean(self.pair_sq_dist_sq_sum) - self.pair_sq_dist_mean**2
+        """Variance of d^2 per pair (plug-in, at least 0), (n_lfs, n_lfs); NaN where
+        undefined."""
+        return _plug_in_var(
+            self._mean(self.pair_sq_dist_sq_sum), self.pair_sq_dist_mean
+        )
 
     @property
     def pair_invariant_var(self) -> np.ndarray:
-        """Variance of the invariant per pair (plug-in), (n_lfs, n_lfs)."""
-        return self._mean(self.pair_invariant_sq_sum) - self.pair_invariant_mean**2
+        """Variance of the invariant per pair (plug-in, at least 0), (n_lfs, n_lfs)."""
+        return _plug_in_var(
+            self._mean(self.pair_invariant_sq_sum), self.pair_invariant_mean
+        )
 
     def __add__(self, other: object) -> ManifoldStats:
         if not isinstance(other, ManifoldStats):
@@ -277,6 +324,8 @@ class LabeledManifoldStats:
         row_weights: np.ndarray | None = None,
     ) -> LabeledManifoldStats:
         """X (n, m, D) checked LF outputs, Y (n, D) checked labels."""
+        _check_euclidean_scale(X, space, "X_dev")
+        _check_euclidean_scale(Y, space, "Y_dev")
         voted = ~np.isnan(X[..., 0])
         w = voted.astype(np.float64)
         if row_weights is not None:
@@ -310,8 +359,8 @@ class LabeledManifoldStats:
 
     @property
     def invariant_var(self) -> np.ndarray:
-        """Plug-in variance of the invariant per LF, (n_lfs,)."""
-        return self._mean(self.invariant_sq_sum) - self.invariant_mean**2
+        """Plug-in variance of the invariant per LF (at least 0), (n_lfs,)."""
+        return _plug_in_var(self._mean(self.invariant_sq_sum), self.invariant_mean)
 
     @property
     def sq_dist_mean(self) -> np.ndarray:
@@ -320,8 +369,8 @@ class LabeledManifoldStats:
 
     @property
     def sq_dist_var(self) -> np.ndarray:
-        """Plug-in variance of ``d^2`` to the label per LF, (n_lfs,)."""
-        return self._mean(self.sq_dist_sq_sum) - self.sq_dist_mean**2
+        """Plug-in variance of ``d^2`` to the label per LF (at least 0), (n_lfs,)."""
+        return _plug_in_var(self._mean(self.sq_dist_sq_sum), self.sq_dist_mean)
 
     def __add__(self, other: object) -> LabeledManifoldStats:
         if not isinstance(other, LabeledManifoldStats):

@@ -61,6 +61,13 @@ from snorkel_structured.estimators._manifold_stats import (
 from snorkel_structured.estimators.uws import uws_expected_sq_dist
 from snorkel_structured.exceptions import IdentifiabilityWarning
 
+# On curved spaces the invariant (cos d, cosh d) still resolves noise far below the
+# 1e-8 end ``_range`` puts on an unbounded parameter: 1 - cos d ~ sigma2 is known to
+# about 1e-4 at sigma2 = 1e-12. ``_finish`` inverts estimates down to this factor past
+# that end before it clips them: geocoding LFs a few hundred metres off are sigma2
+# ~ 1e-9 on the Earth, and were clipped to 1e-8 with a warning.
+CURVED_NOISELESS_REACH = 1e-4
+
 __all__ = [
     "ManifoldEstimate",
     "unidentified_lfs",
@@ -202,13 +209,13 @@ def _usable_pairs(
             lost = np.bincount(np.r_[ia[enough & ~ok], ib[enough & ~ok]], minlength=m)
             dropped = (
                 f" {int((enough & ~ok).sum())} pair(s) with enough rows were left out "
-                "because their mean invariant is outside the model's range (mean "
-                f"cos d not above 0; LF {int(np.argmax(lost))} is in "
-                f"{int(lost.max())} of them): an LF whose votes are on average "
-                "more than 90 degrees from the others' (e.g. one voting the "
-                "antipode) is outside the isotropic "
-                "model. Drop that LF, or use estimator='pair_sq_dist', which fits it "
-                "at the family's maximum noise with a warning."
+                "because their mean cos d is not above 0 by "
+                f"{MIN_MEAN_COS_SE:g} standard errors (LF {int(np.argmax(lost))} is "
+                f"in {int(lost.max())} of them): a very noisy LF on too few rows, or "
+                "one whose votes are on average more than 90 degrees from the "
+                "others' (e.g. one voting the antipode, outside the isotropic "
+                "model). Add rows, drop that LF, or use estimator='pair_sq_dist', "
+                "which fits it at the family's maximum noise with a warning."
             )
     pairs = np.stack([ia[ok], ib[ok]], axis=1)
     design = _design(pairs, m, dev_lfs)
@@ -256,8 +263,39 @@ def _range(
     return small, large, f_small, f_large
 
 
+def _curved(noise: Any) -> bool:
+    """Whether the noise lives on a curved space (its scale has a unit of its own)."""
+    from snorkel_structured.spaces.manifolds import Euclidean
+
+    return not isinstance(getattr(noise, "space", None), Euclidean)
+
+
+def _noiseless_reach(noise, forward, small, large):
+    """``(end, scale, forward(scale))`` ``CURVED_NOISELESS_REACH`` past the noiseless
+    end (``"small"`` or ``"large"``) of the range of ``_range``, on curved spaces where
+    that end is not a bound of the family; None on Euclidean space (its ends are
+    relative to the data's unit already)."""
+    if not _curved(noise):
+        return None
+    lo, hi = noise.scale_bounds
+    with np.errstate(all="ignore"):
+        e_small, e_large = noise.expected_sq_dist(np.array([small, large]))
+        if e_small <= e_large and small > lo:
+            end, far = "small", small * CURVED_NOISELESS_REACH
+        elif e_large < e_small and large < hi:
+            end, far = "large", large / CURVED_NOISELESS_REACH
+        else:  # pragma: no cover - WrappedNormal and RiemannianGaussian have no bound there
+            return None
+        f_far = float(forward(far))
+    return (end, far, f_far) if np.isfinite(f_far) else None
+
+
 def _finish(noise, invariant, pairs, what="invariant"):
-    """Clip estimates into the family's range (with a warning) and map to parameters."""
+    """Clip estimates into the family's range (with a warning) and map to parameters.
+
+    On curved spaces an estimate past the noiseless end of ``_range`` is first
+    compared with the range reaching ``CURVED_NOISELESS_REACH`` further (see there).
+    """
     invariant = np.asarray(invariant, dtype=np.float64)
     forward = (
         noise.expected_invariant if what == "invariant" else noise.expected_sq_dist
@@ -265,6 +303,25 @@ def _finish(noise, invariant, pairs, what="invariant"):
     small, large, f_small, f_large = _range(noise, forward, _unit(noise, invariant))
     lo_v, hi_v = min(f_small, f_large), max(f_small, f_large)
     bad = ~((invariant > lo_v) & (invariant < hi_v))
+    reach = _noiseless_reach(noise, forward, small, large) if bad.any() else None
+    if reach is not None:
+        end, far, f_far = reach
+        # Only when some LF lies between that end and a noiseless LF's value (E d^2
+        # 0, cos d and cosh d 1), i.e. the data resolve noise below the end: an
+        # estimate past a noiseless LF (sampling error on few rows) goes to the end
+        # as it always did.
+        f_end = f_small if end == "small" else f_large
+        lo_x, hi_x = sorted((f_end, 0.0 if what == "expected_sq_dist" else 1.0))
+        if not ((invariant > lo_x) & (invariant < hi_x)).any():
+            reach = None
+    if reach is not None:
+        end, far, f_far = reach
+        if end == "small":
+            small, f_small = far, f_far
+        else:
+            large, f_large = far, f_far
+        lo_v, hi_v = min(f_small, f_large), max(f_small, f_large)
+        bad = ~((invariant > lo_v) & (invariant < hi_v))
     if bad.any():
         a = int(np.flatnonzero(bad)[0])
         _warnings.warn(
@@ -274,8 +331,16 @@ def _finish(noise, invariant, pairs, what="invariant"):
             IdentifiabilityWarning,
             stacklevel=3,
         )
-    edge_lo = lo_v + 1e-9 * max(1.0, abs(lo_v))
-    edge_hi = hi_v - 1e-9 * max(1.0, abs(hi_v)) if np.isfinite(hi_v) else np.inf
+    # Values within 1e-9 of an end take that end's scale. Not at an extended noiseless
+    # end: there the whole range left (1 - cos d ~ 1e-12) is narrower than that.
+    margin_lo, margin_hi = 1e-9 * max(1.0, abs(lo_v)), 1e-9 * max(1.0, abs(hi_v))
+    if reach is not None:
+        if reach[2] == lo_v:
+            margin_lo = 0.0
+        else:
+            margin_hi = 0.0
+    edge_lo = lo_v + margin_lo
+    edge_hi = hi_v - margin_hi if np.isfinite(hi_v) else np.inf
     invariant = np.clip(invariant, edge_lo, edge_hi)
     at_lo, at_hi = invariant <= edge_lo, invariant >= edge_hi
     inc = f_small <= f_large
@@ -335,6 +400,34 @@ def _solve(design, y, var, weighted):
     pinv = np.linalg.pinv(A)  # (m, rows): sol = pinv @ (sw * y)
     cov = (pinv * (sw * var * sw)[None, :]) @ pinv.T
     return sol, np.diag(cov)
+
+
+def _weak_pairs_message(C, se, weak, no_signal, lost) -> str:
+    """The error when leaving out the pairs of weak mean cos d leaves LFs unidentified."""
+    ia, ib = np.nonzero(np.triu(weak, 1))
+    listing = ", ".join(
+        f"LFs {a} and {b}: {C[a, b]:.3g} (standard error {se[a, b]:.2g})"
+        for a, b in zip(ia[:5].tolist(), ib[:5].tolist(), strict=True)
+    ) + (", ..." if len(ia) > 5 else "")
+    aside = "The pairs left"
+    if no_signal.any():
+        aside = (
+            f"That leaves LF(s) {np.flatnonzero(no_signal).tolist()} with no pair (no "
+            "sign of tracking the label), and the pairs left"
+        )
+    return (
+        "The LFs cannot be identified from these rows: the mean cos d of "
+        f"{len(ia)} LF pair(s) is not above 0 by {MIN_MEAN_COS_SE:g} standard errors "
+        f"({listing}), so its log (the model's invariant) is not estimated and the "
+        f"pair is left out. {aside} do not identify LF(s) "
+        f"{np.flatnonzero(lost).tolist()}: each LF needs a triangle of LFs whose "
+        f"pairs are kept. A mean cos d above 0 but within {MIN_MEAN_COS_SE:g} "
+        "standard errors of it is a very noisy LF on too few rows to tell it from "
+        "noise: add rows (the standard "
+        "errors fall as 1/sqrt(rows)) or LFs. One below 0 is an LF voting far from "
+        "the label (e.g. the antipode): drop it. Or use estimator='pair_sq_dist', "
+        "which fits such an LF at the family's maximum noise."
+    )
 
 
 def triplet_estimate(
@@ -412,6 +505,35 @@ def triplet_estimate(
         se = np.sqrt(V / np.maximum(stats.pair_count, 1)) if kind == "cos" else 0.0
         signal = seen & (C > MIN_MEAN_COS_SE * se)
         weak = seen & ~signal
+        # An LF with no such pair shows no sign of tracking the label (e.g. junk
+        # votes, uniform on the sphere): the model's answer for it is the edge of
+        # its range, the family's maximum noise (as estimator="pair_sq_dist" fits
+        # it), not a reason to leave the other LFs unidentified.
+        # (An LF with labeled rows is identified by them.)
+        no_signal = seen.any(axis=1) & ~signal.any(axis=1)
+        no_signal[dev_lfs] = False
+        fixed = np.union1d(dev_lfs, np.flatnonzero(no_signal))
+        if weak.any():
+            # Left out, the weak pairs may leave the others in no triangle: the rows
+            # are enough, but not to tell a noisy LF from noise (Sphere(2), 50 rows,
+            # noise 0.2 / 0.5 / 1: mean cos d 0.11 +- 0.085 for the noisiest LF).
+            # Say so, not "too few overlapping rows", and warn of nothing that the
+            # failed fit would not do.
+            ia, ib = np.nonzero(np.triu(seen, 1))
+            lost = unidentified_lfs(
+                np.stack([ia, ib], axis=1)[signal[ia, ib]], m, fixed
+            )
+            if (
+                lost.any()
+                and not unidentified_lfs(np.stack([ia, ib], axis=1), m, fixed).any()
+            ):
+                raise ValueError(_weak_pairs_message(C, se, weak, no_signal, lost))
+        pairs = _usable_pairs(
+            stats,
+            min_overlap,
+            lambda ia, ib: signal[ia, ib],
+            dev_lfs=fixed,
+        )
         if weak.any():
             a, b = (int(v) for v in np.argwhere(weak)[0])
             _warnings.warn(
@@ -421,13 +543,6 @@ def triplet_estimate(
                 IdentifiabilityWarning,
                 stacklevel=2,
             )
-        # An LF with no such pair shows no sign of tracking the label (e.g. junk
-        # votes, uniform on the sphere): the model's answer for it is the edge of
-        # its range, the family's maximum noise (as estimator="pair_sq_dist" fits
-        # it), not a reason to leave the other LFs unidentified.
-        # (An LF with labeled rows is identified by them.)
-        no_signal = seen.any(axis=1) & ~signal.any(axis=1)
-        no_signal[dev_lfs] = False
         if no_signal.any():
             _warnings.warn(
                 f"LF(s) {np.flatnonzero(no_signal).tolist()}: the mean cos d with "
@@ -437,12 +552,6 @@ def triplet_estimate(
                 IdentifiabilityWarning,
                 stacklevel=2,
             )
-        pairs = _usable_pairs(
-            stats,
-            min_overlap,
-            lambda ia, ib: signal[ia, ib],
-            dev_lfs=np.union1d(dev_lfs, np.flatnonzero(no_signal)),
-        )
         cab = C[pairs[:, 0], pairs[:, 1]]
         y = np.log(cab)
         var = V[pairs[:, 0], pairs[:, 1]] / (
@@ -627,8 +736,13 @@ def _warn_edges(noise, scale, edge):
         )
 
 
-def _pair_fit(stats, noise, pairs, init, dev, dev_lfs):
-    """Weighted least squares of the pair map; (scale, edge) with edge in {-1, 0, 1}."""
+def _pair_fit(stats, noise, pairs, init, dev, dev_lfs, reach=1.0):
+    """Weighted least squares of the pair map; (scale, edge) with edge in {-1, 0, 1}.
+
+    ``reach`` moves the noiseless end of the range that factor further (see
+    ``CURVED_NOISELESS_REACH``); a fit that ends at that end on a curved space is
+    redone so.
+    """
     ia, ib = pairs[:, 0], pairs[:, 1]
     target = stats.pair_sq_dist_mean[ia, ib]
     var = np.maximum(
@@ -643,8 +757,15 @@ def _pair_fit(stats, noise, pairs, init, dev, dev_lfs):
         dev_wsqrt = np.sqrt(dev.count[dev_lfs] / dev_var)
     lo, hi = noise.scale_bounds
     unit = _unit(noise, target)
-    t_lo = np.log(max(lo, 1e-8 * unit))
-    t_hi = np.log(hi) if np.isfinite(hi) else np.log(1e8 * unit)
+    s_lo, s_hi = max(lo, 1e-8 * unit), (hi if np.isfinite(hi) else 1e8 * unit)
+    if reach != 1.0:  # the noiseless end, never a bound of the family here
+        with np.errstate(all="ignore"):
+            e_lo, e_hi = noise.expected_sq_dist(np.array([s_lo, s_hi]))
+        if e_lo <= e_hi:
+            s_lo = s_lo * reach
+        else:
+            s_hi = s_hi / reach
+    t_lo, t_hi = np.log(s_lo), np.log(s_hi)
     x0 = np.clip(np.log(init.noise_scale), t_lo + 1e-6, t_hi - 1e-6)
     h = 1e-6
     n_p = len(ia)
@@ -713,12 +834,25 @@ def _pair_fit(stats, noise, pairs, init, dev, dev_lfs):
         method="trf",
     )
     # exp(log(hi)) can round one ulp past hi: keep the result inside the family's range
-    scale = np.clip(
-        np.exp(res.x), max(lo, 1e-8 * unit), hi if np.isfinite(hi) else 1e8 * unit
-    )
+    scale = np.clip(np.exp(res.x), s_lo, s_hi)
     # +1 at the end of the range with the most noise, -1 at the noiseless end
     ends = np.array([t_lo, t_hi])
     noisy_end = ends[np.argmax(noise.expected_sq_dist(np.exp(ends)))]
     at_bound = (res.x <= t_lo + 1e-6) | (res.x >= t_hi - 1e-6)
     edge = np.where(at_bound, np.where(np.abs(res.x - noisy_end) <= 1e-6, 1, -1), 0)
+    s_end = s_lo if np.argmin(noise.expected_sq_dist(np.exp(ends))) == 0 else s_hi
+    if (
+        reach == 1.0
+        and (edge == -1).any()
+        and _curved(noise)
+        and np.min(target) < 2.0 * noise.expected_sq_dist(s_end)
+    ):
+        # d^2 (no cancellation) resolves far less noise than the 1e-8 end: when a
+        # pair's votes are closer than two LFs at that end allow, the precise LFs
+        # are fitted, not put at the edge (redone only then, so other fits keep
+        # their bounds and iterates, and a fit at the edge by sampling error on few
+        # rows stays where it was)
+        return _pair_fit(
+            stats, noise, pairs, init, dev, dev_lfs, reach=CURVED_NOISELESS_REACH
+        )
     return scale, edge

@@ -86,11 +86,16 @@ def test_warnings_and_identifiability_errors():
     s = Sphere(2)
     noise = WrappedNormal(s)
     # two very noisy LFs: their mean cos d is <= 0, outside the model's range, and
-    # the two pairs left (a path, no odd cycle) do not identify three LFs
+    # the two pairs left (a path, no odd cycle) do not identify three LFs. Every
+    # pair co-voted on all 2000 rows: the error says which pair was left out and
+    # why (not "too few overlapping rows"), with no warning of a fit before it.
     d = make_manifold_data(2000, space=s, noise_scale=[0.01, 1.5, 1.5], seed=4)
-    with pytest.warns(IdentifiabilityWarning, match="not above 0 by 2 standard"):
-        with pytest.raises(ValueError, match="Too few overlapping rows"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="cannot be identified") as info:
             triplet_estimate(ManifoldStats.from_outputs(d.X, s), noise)
+    assert "not above 0 by 2 standard errors (LFs 1 and 2" in str(info.value)
+    assert "Too few overlapping rows" not in str(info.value)
     # a noiseless LF with few rows: estimated E cosh d < 1, clipped with a warning
     h = Hyperbolic(2)
     d = make_manifold_data(300, space=h, noise_scale=[1e-6, 2.0, 2.0], seed=3)
