@@ -370,7 +370,10 @@ class ManifoldLabelModel(
         ------
         ValueError
             On bad parameters, wrong shapes, fewer than 3 LFs, points off the manifold
-            (naming the row and LF), too few overlapping rows, bad ``dependencies``,
+            (naming the row and LF), Euclidean coordinates above 1e50 (rescale the
+            targets), too few overlapping rows, sphere LF pairs whose mean cos d is
+            not above 0 by 2 standard errors leaving the other LFs unidentified (the
+            message names the pairs), bad ``dependencies``,
             ``Y_dev`` without ``X_dev`` (or the reverse), or ``robust=True`` with
             chunked input.
 
@@ -434,7 +437,7 @@ class ManifoldLabelModel(
                     f"n_dev = {Xd.shape[0]} rows, as X_dev; got shape {Yd.shape}."
                 )
             dev = (Xd, Yd)
-            stats = stats + ManifoldStats._from_checked(Xd, self.space)
+            stats = stats + ManifoldStats._from_checked(Xd, self.space, name="X_dev")
         return self._fit(stats, X_arr, dev, deps)
 
     def partial_fit(
@@ -443,16 +446,51 @@ class ManifoldLabelModel(
         """Add the statistics of a chunk of rows and re-estimate; returns self.
 
         ``X`` is anything ``fit`` accepts. Only additive statistics are kept, so this
-        always fits the plain (non-robust) model, without a dev set: with the same
-        rows, ``partial_fit`` over chunks equals ``fit(X, robust=False)``.
+        always fits the plain (non-robust) model, whatever ``robust`` says, without a
+        dev set: with the same rows, ``partial_fit`` over chunks equals
+        ``fit(X, robust=False)``.
+
+        While the rows so far cannot identify the LFs (e.g. fewer than
+        ``min_overlap`` co-voted rows, or no votes yet), the statistics are kept and
+        an ``IdentifiabilityWarning`` says why the estimate was not made: the model
+        stays unfitted (or keeps its previous estimates), and later chunks add to the
+        kept rows. Bad input (shapes, points off the manifold) still raises and adds
+        nothing.
         """
         self._check_params()
-        stats = self._stats(X, self.n_lfs_ if hasattr(self, "stats_") else None)
-        if hasattr(self, "stats_"):
-            stats = self.stats_ + stats
-        return self._fit(
-            stats, None, None, _check_dependencies(dependencies, stats.n_lfs)
-        )
+        # rows whose estimate failed are kept here until a later chunk completes it
+        previous = getattr(self, "_pending_stats", None)
+        if previous is None and hasattr(self, "stats_"):
+            previous = self.stats_
+        stats = self._stats(X, None if previous is None else previous.n_lfs)
+        if previous is not None:
+            stats = previous + stats
+        deps = _check_dependencies(dependencies, stats.n_lfs)
+        try:
+            # the warnings of an estimate that then fails would describe a fit that
+            # is not made; they are replayed only when it succeeds
+            with _warnings.captured() as caught:
+                self._fit(stats, None, None, deps)
+        except ValueError as exc:
+            self._pending_stats = stats
+            state = (
+                "keeps its previous estimates"
+                if hasattr(self, "weights_")
+                else "is not fitted yet"
+            )
+            _warnings.warn(
+                f"The rows so far ({stats.n_samples}) do not give an estimate yet, so "
+                f"the model {state}; their statistics are kept and the next "
+                f"partial_fit adds to them. The reason: {exc}",
+                IdentifiabilityWarning,
+                stacklevel=2,
+            )
+            return self
+        for w in caught:
+            _warnings.warn(w.message, w.category, stacklevel=2)
+        if hasattr(self, "_pending_stats"):
+            del self._pending_stats
+        return self
 
     def fit_stats(
         self, stats: ManifoldStats, *, dependencies: Any = None
@@ -460,7 +498,8 @@ class ManifoldLabelModel(
         """Estimate from precomputed statistics (e.g. ``sum`` over Dask partitions).
 
         Statistics are additive but the robust model needs the raw rows, so this fits
-        the plain model (``noise_model_["criterion"] == "statistics_only"``).
+        the plain model, whatever ``robust`` says
+        (``noise_model_["criterion"] == "statistics_only"``).
         """
         self._check_params()
         if not isinstance(stats, ManifoldStats) or stats.space != self.space:
@@ -626,10 +665,6 @@ class ManifoldLabelModel(
                         )
                     else:
                         robust_fit = None
-        if robust_fit is None and self.robust is True:
-            raise ValueError(  # pragma: no cover - _robust_fit raises first
-                "The robust model could not be fitted."
-            )
         candidates = [("plain", plain, None)]
         if robust_fit is not None:
             rob = {
@@ -639,10 +674,11 @@ class ManifoldLabelModel(
                 "prior": robust_fit.prior,
             }
             candidates.append(("robust", robust_fit.estimate, rob))
-        if self.robust is True:
-            candidates = candidates[1:]
-        elif dev is None and len(candidates) == 2:
-            candidates = candidates[1:]  # held-out likelihood chose robust
+            # forced, or the held-out likelihood chose it (a dev set compares both).
+            # Without the raw rows (partial_fit, fit_stats) there is no robust fit,
+            # even with robust=True: the plain model, as documented there.
+            if self.robust is True or dev is None:
+                candidates = candidates[1:]
         if dev is None:
             family, est, rob = candidates[0]
             p = p0
