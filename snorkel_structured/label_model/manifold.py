@@ -174,9 +174,11 @@ class ManifoldLabelModel(
         chooses a degenerate robust fit (every ``eps_a`` at ``MAX_OUTLIER_RATE``).
     shrinkage : "auto" or float in [0, 1], default="auto"
         Shrinks ``log E d^2`` towards a common value before forming weights: ``"auto"``
-        is empirical Bayes with each LF's estimation variance (no evidence that LFs
-        differ gives equal weights); a float ``k`` keeps ``1 - k`` of every deviation
-        (0: none, 1: equal weights).
+        is empirical Bayes with each LF's estimation variance on the side it moves
+        the LF (no evidence that LFs differ gives equal weights), no LF moved more
+        than one standard deviation and the estimates' order kept (a dominant LF
+        stays dominant); a float ``k`` keeps ``1 - k`` of every deviation (0: none,
+        1: equal weights).
     min_overlap : int, default=10
         LF pairs that co-voted on fewer rows are ignored.
     atol : float, default=1e-6
