@@ -143,3 +143,76 @@ def test_features_beyond_floating_range_are_refused(scale):
         warnings.simplefilter("error")  # a clear error, not NaN after RuntimeWarnings
         with pytest.raises(ValueError, match="Standardize|standardize"):
             ss.KernelStructuredPredictor(ss.Permutations(3)).fit(X, y)
+
+
+# --- features sharing a large offset (Unix timestamps, IDs) -------------------------
+
+
+def _exact_squared_distances(A, B):
+    """((a - b) ** 2).sum() of each pair in exact rational arithmetic, then rounded."""
+    from fractions import Fraction
+
+    return np.array(
+        [
+            [
+                float(
+                    sum(
+                        (Fraction(x) - Fraction(z)) ** 2
+                        for x, z in zip(a, b, strict=True)
+                    )
+                )
+                for b in B
+            ]
+            for a in A
+        ]
+    )
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e7, 1.7e9, -3e12])
+def test_squared_distances_match_the_exact_differences_on_offset_features(offset):
+    # |a|^2 + |b|^2 - 2 a.b of x + 1.7e9 lost every digit of a distance of 1 (the RBF
+    # kernel became noise); the distances must be those of the exact differences.
+    from snorkel_structured.end_model._kernels import squared_distances
+
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(9, 3)) + offset
+    B = rng.normal(size=(7, 3)) + offset
+    B[1] = A[4] + [1e-6, 0.0, 0.0]  # a near-duplicate pair: tiny, never negative
+    for P, Q in ((A, B), (B, A), (A, A)):
+        exact = _exact_squared_distances(P, Q)
+        # brute force over the (exactly representable) differences, for more rows
+        brute = ((P[:, None, :] - Q[None, :, :]) ** 2).sum(-1)
+        sq = squared_distances(P, Q)
+        assert (sq >= 0).all()
+        np.testing.assert_allclose(sq, exact, rtol=1e-12, atol=1e-13 * exact.max())
+        np.testing.assert_allclose(brute, exact, rtol=1e-12)
+    sq = squared_distances(A, A)
+    assert (np.diag(sq) == 0.0).all() and (sq == sq.T).all()
+    big = rng.normal(size=(400, 3)) + offset
+    sq = squared_distances(big, big)
+    brute = ((big[:, None, :] - big[None, :, :]) ** 2).sum(-1)
+    np.testing.assert_allclose(sq, brute, rtol=1e-12, atol=1e-13 * brute.max())
+    assert (np.diag(sq) == 0.0).all() and (sq == sq.T).all() and (sq >= 0).all()
+
+
+@pytest.mark.parametrize("offset", [1e7, 1.7e9])
+@pytest.mark.parametrize("n_components", [None, 50])
+def test_offset_features_give_the_centred_features_predictions(offset, n_components):
+    # Fitted on X + 1.7e9, the predictor scored 0.545 on its own training rows (1.0
+    # centred), and at offsets 1e7-1e8 fit refused an RBF kernel "not positive
+    # definite" (its diagonal averaged 0.98, not 1). The kernel is free of a shift.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = np.where(X[:, 0] > 0, 5, 0)
+    shifted = X + offset
+    centred = shifted - offset  # exact: the features the shifted ones represent
+    fits = [
+        ss.KernelStructuredPredictor(SPACE, n_components=n_components).fit(F, y)
+        for F in (shifted, centred)
+    ]
+    np.testing.assert_allclose(fits[0].gamma_, fits[1].gamma_, rtol=1e-12)
+    assert fits[0].nu_ == fits[1].nu_
+    D = [m.decision_function(F) for m, F in zip(fits, (shifted, centred), strict=True)]
+    np.testing.assert_allclose(D[0], D[1], rtol=1e-6, atol=1e-6 * np.abs(D[1]).max())
+    np.testing.assert_array_equal(fits[0].predict(shifted), fits[1].predict(centred))
+    assert (fits[0].predict(shifted) == y).mean() > 0.95

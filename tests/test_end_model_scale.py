@@ -1,6 +1,8 @@
 """End models at scale: low-rank kernels, GCV, truncated vectorized Frechet means,
 streaming prediction (issue 15, items 1-3)."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -136,6 +138,23 @@ def test_gcv_criterion_equals_its_definition():
     np.testing.assert_allclose(
         got, [_brute_gcv(K_low, W @ A, t) for t in lams], rtol=1e-7
     )
+
+
+def test_gcv_without_ridge_skips_zero_eigenvalues_without_warnings():
+    # nu=0 meets an eigenvalue clipped to exactly 0 (round-off of a singular kernel):
+    # 0 / 0 gave NaN and a RuntimeWarning. That direction is simply not fitted.
+    rng = np.random.default_rng(0)
+    X, W = rng.normal(size=(6, 2)), rng.normal(size=(6, 2))
+    K = kernel_matrix(np.r_[X, X[:1]], np.r_[X, X[:1]], "rbf", 0.7)  # rank 6 of 7
+    system = exact_system(K, np.r_[W, W[:1]])
+    system.evals[np.argmin(system.evals)] = 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = system.gcv(np.array([0.0, 1e-3]))
+    assert np.isfinite(got).all()
+    fitted = system.evals > 0
+    resid = float((system.proj[~fitted] ** 2).sum())  # lam = 0: only unfitted parts
+    np.testing.assert_allclose(got[0], 7 * resid / (7 - fitted.sum()) ** 2)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -96,3 +96,37 @@ def test_a_query_far_from_every_row_gets_its_nearest_voted_row():
     assert nearest != 0
     expected = sphere.frechet_mean(votes[nearest][None], reg.beta_[None])
     np.testing.assert_allclose(reg.predict(far), expected, atol=1e-9)
+
+
+@pytest.mark.parametrize("offset", [1e7, 1.7e9])
+@pytest.mark.parametrize(
+    ("n_components", "nu", "atol"),
+    # The low-rank weights move by ~1e-6 under any round-off-level change of the
+    # kernel (a 1e-9 shift of the centred features does as much), offset or not.
+    [(None, "auto", 1e-9), (50, 1e-2, 1e-5)],
+    ids=["exact", "low-rank"],
+)
+@pytest.mark.parametrize("space", [Euclidean(1), Sphere(2)], ids=repr)
+def test_offset_features_give_the_centred_features_predictions(
+    space, n_components, nu, atol, offset
+):
+    # Features sharing a large offset (Unix timestamps, IDs) made the RBF kernel's
+    # |a|^2 + |b|^2 - 2 a.b lose every digit: fit refused the kernel as "not positive
+    # definite" (its diagonal averaged 0.98, not 1). The kernel is free of a shift.
+    rng = np.random.default_rng(0)
+    F = rng.normal(size=(200, 2))
+    if isinstance(space, Sphere):
+        Y = space.projection(np.c_[F, np.ones(len(F))])
+    else:
+        Y = F[:, :1].copy()
+    shifted = F + offset
+    centred = shifted - offset  # exact: the features the shifted ones represent
+    fits = [
+        KernelManifoldRegressor(space, nu=nu, n_components=n_components).fit(X, Y)
+        for X in (shifted, centred)
+    ]
+    np.testing.assert_allclose(fits[0].gamma_, fits[1].gamma_, rtol=1e-12)
+    assert fits[0].nu_ == fits[1].nu_
+    pred = [m.predict(X) for m, X in zip(fits, (shifted, centred), strict=True)]
+    np.testing.assert_allclose(pred[0], pred[1], rtol=1e-6, atol=atol)
+    assert np.mean(space.squared_dist(pred[0], Y)) < 0.1

@@ -81,14 +81,19 @@ def check_features(
 def resolve_gamma(X: np.ndarray, gamma: float | str | None) -> float:
     """RBF bandwidth: a number, or ``"scale"`` / None = 1 / (n_features * X.var()).
 
-    The variance is taken of X divided by its largest entry, then scaled back, so
-    features of any magnitude give the same kernel; a bandwidth outside the
-    floating-point range is refused.
+    The variance is taken of X, centred and divided by its largest entry, then scaled
+    back, so features of any magnitude or common offset give the same kernel; a
+    bandwidth outside the floating-point range is refused.
     """
     if not (gamma is None or gamma in ("scale", "auto")):  # "auto" starts here
         return float(gamma)
-    top = float(np.abs(X).max()) if X.size else 0.0
-    var = float((X / top).var()) if top > 0 else 0.0
+    # X.var() is free of a shift common to all entries, but computed on raw features
+    # that share a large offset (x + 1.7e9) it keeps only a few significant digits:
+    # centre on the midrange (overflow-free) first, an exact subtraction for them.
+    with np.errstate(over="ignore", invalid="ignore"):
+        X = X - (0.5 * X.min() + 0.5 * X.max()) if X.size else X
+        top = float(np.abs(X).max()) if X.size else 0.0
+        var = float((X / top).var()) if top > 0 else 0.0
     if var == 0.0:
         return 1.0
     with np.errstate(over="ignore", under="ignore"):
@@ -146,17 +151,55 @@ def check_finite_output(values: np.ndarray, what: str) -> np.ndarray:
     return values
 
 
+def _centre(X: np.ndarray) -> np.ndarray:
+    """Per-feature midrange of the rows of X, (n_features,): a point inside the data.
+
+    The midrange, not the mean: it cannot overflow (a sum of rows near the float64
+    maximum does), and it minimizes the largest centred entry, which bounds the
+    round-off of the expansion in :func:`squared_distances`.
+    """
+    return 0.5 * X.min(axis=0) + 0.5 * X.max(axis=0)
+
+
 def squared_distances(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """Squared Euclidean distances between the rows of A and B, (n_a, n_b).
 
-    May hold inf where the features overflow; :func:`kernel_matrix` refuses that.
+    Parameters
+    ----------
+    A : ndarray of shape (n_a, n_features)
+    B : ndarray of shape (n_b, n_features)
+
+    Returns
+    -------
+    sq : ndarray of shape (n_a, n_b)
+        Non-negative; its diagonal is exactly 0 when ``A is B``. May hold inf or NaN
+        where the features overflow; :func:`kernel_matrix` refuses that.
+
+    Notes
+    -----
+    The expansion |a|^2 + |b|^2 - 2 a.b cancels catastrophically when the features
+    share a large offset (Unix timestamps, IDs: x + 1.7e9 leaves no significant digit
+    of a distance of 1). Distances are free of a common shift, so both arguments are
+    first centred on a point of B: for such features the centring subtraction is
+    exact (Sterbenz), and the expansion's round-off is then relative to the spread
+    of the data, not to its offset.
     """
     with np.errstate(over="ignore", invalid="ignore"):
-        return (
-            np.einsum("ij,ij->i", A, A)[:, None]
-            + np.einsum("ij,ij->i", B, B)[None, :]
-            - 2.0 * (A @ B.T)
+        c = _centre(B)
+        Bc = B - c
+        # The same array for both (not two equal copies), so that Bc @ Bc.T is one
+        # symmetric BLAS product and K(X, X) comes out exactly symmetric.
+        Ac = Bc if A is B else A - c
+        sq = (
+            np.einsum("ij,ij->i", Ac, Ac)[:, None]
+            + np.einsum("ij,ij->i", Bc, Bc)[None, :]
+            - 2.0 * (Ac @ Bc.T)
         )
+        # Round-off can leave tiny negatives (and nonzero self-distances); NaN passes.
+        np.maximum(sq, 0.0, out=sq)
+    if A is B:
+        np.fill_diagonal(sq, 0.0)
+    return sq
 
 
 def kernel_matrix(
@@ -178,7 +221,6 @@ def kernel_matrix(
             "Squared distances between feature rows overflow floating point; "
             "standardize the features (e.g. sklearn.preprocessing.StandardScaler)."
         )
-    np.maximum(sq, 0.0, out=sq)
     sq *= -gamma
     return np.exp(sq, out=sq)
 
@@ -313,9 +355,14 @@ class RidgeSystem:
             out = float(np.einsum("ij,ik,jk->", self.outside, A, A))
         out = max(out, 0.0)  # a difference of sums: round-off may make it negative
         s = self.evals[None, :]
-        shrink = lams[:, None] / (s + lams[:, None])  # (n_lams, r)
+        denom = s + lams[:, None]  # (n_lams, r)
+        # lam = 0 (nu=0) on a zero eigenvalue (round-off clipped to 0) is 0 / 0: that
+        # direction is not fitted at all, so it keeps its residual and has no dof.
+        fitted = denom > 0
+        safe = np.where(fitted, denom, 1.0)
+        shrink = np.where(fitted, lams[:, None] / safe, 1.0)
         resid = out + (shrink**2 * q[None, :]).sum(axis=1)
-        dof = self.n - (s / (s + lams[:, None])).sum(axis=1)
+        dof = self.n - np.where(fitted, s / safe, 0.0).sum(axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(
                 dof > 0, self.n * resid / np.maximum(dof, 1e-300) ** 2, np.inf
