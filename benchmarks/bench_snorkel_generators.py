@@ -51,7 +51,9 @@ def run(regime: str, k: int, seed: int, m: int) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ours, t_ours = _timed(
-            lambda: ss.StructuredLabelModel(ss.Discrete(k), seed=seed).fit(L)
+            lambda: ss.StructuredLabelModel(ss.Discrete(k), seed=seed).fit(
+                L, progress_bar=False
+            )
         )
     mv = MajorityLabelVoter(cardinality=k)
     cp_err = lambda model: float(  # noqa: E731 - Snorkel's test metric
