@@ -290,6 +290,29 @@ def _resolve_support(prior: np.ndarray, support: Any, min_prior: Any) -> np.ndar
 
 
 # -- Q ------------------------------------------------------------
+def _support_log_post(
+    L: np.ndarray,
+    logc_sup: np.ndarray,
+    log_prior: np.ndarray,
+    sup: np.ndarray,
+    posterior: Any,
+) -> np.ndarray:
+    """log P(Y = sup_j | votes) restricted to the support, (n, k): the independent
+    LFs' posterior, or ``posterior``'s (a label model's own) renormalized on it."""
+    if posterior is None:
+        return log_posterior(L, logc_sup, log_prior)
+    out = np.asarray(posterior(L), dtype=np.float64)[:, sup]
+    none = np.isneginf(out).all(axis=1)  # no support label possible: the prior
+    out[none] = log_prior
+    return out - logsumexp(out, axis=1, keepdims=True)
+
+
+def _enumerated_votes(rates: np.ndarray, r: int) -> list[np.ndarray]:
+    """Each LF's votes in :func:`_exact_q`'s table order: -1 (when it may abstain)
+    then 0..r-1."""
+    return [np.arange(-1 if x > 0 else 0, r) for x in rates]
+
+
 def _rule_probs(log_joint: np.ndarray, rule: str) -> np.ndarray:
     """P(Z = j | pattern) from log prior_j + log P(pattern | y_j): (k, B) -> (B, k)."""
     if rule == "sample":
@@ -299,10 +322,24 @@ def _rule_probs(log_joint: np.ndarray, rule: str) -> np.ndarray:
 
 
 def _exact_q(
-    logc: np.ndarray, rates: np.ndarray, log_prior: np.ndarray, rule: str
+    logc: np.ndarray,
+    rates: np.ndarray,
+    log_prior: np.ndarray,
+    rule: str,
+    posterior: Any = None,
+    sup: Any = None,
 ) -> tuple[np.ndarray, int]:
-    """Enumerate all vote patterns; ``logc`` is (m, k, r) [a, y, v] on the support."""
-    m, k, _ = logc.shape
+    """Enumerate all vote patterns; ``logc`` is (m, k, r) [a, y, v] on the support.
+
+    With ``posterior`` (see :func:`noise_matrix`) the pseudolabels are its, read on
+    the enumerated patterns themselves."""
+    m, k, r = logc.shape
+    if posterior is not None:
+        votes = _enumerated_votes(rates, r)
+        grids = np.meshgrid(*votes[1:], indexing="ij") if m > 1 else []
+        rest_votes = np.stack([g.ravel() for g in grids], axis=1) if grids else None
+        if rest_votes is None:
+            rest_votes = np.zeros((1, 0), dtype=np.int64)
     tables = []  # per LF: log P(lambda_a = v | y) over v in votes (+ abstain), (k, V_a)
     for a in range(m):
         if rates[a] > 0:
@@ -319,7 +356,12 @@ def _exact_q(
     Q = np.zeros((k, k))
     for v in range(tables[0].shape[1]):  # one vectorized block per vote of LF 1
         log_lik = tables[0][:, v : v + 1] + rest  # (k, B)
-        Q += np.exp(log_lik) @ _rule_probs(log_lik + log_prior[:, None], rule)
+        if posterior is None:
+            log_joint = log_lik + log_prior[:, None]
+        else:
+            L = np.column_stack([np.full(rest_votes.shape[0], votes[0][v]), rest_votes])
+            log_joint = _support_log_post(L, logc, log_prior, sup, posterior).T
+        Q += np.exp(log_lik) @ _rule_probs(log_joint, rule)
     return Q, tables[0].shape[1] * rest.shape[1]
 
 
@@ -335,6 +377,7 @@ def _monte_carlo_q(
     rng: np.random.Generator,
     family: _Family | None = None,
     progress_bar: bool = False,
+    posterior: Any = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     k = support.size
     Q = np.empty((k, k))
@@ -350,7 +393,8 @@ def _monte_carlo_q(
         else:  # another family: draw from its tables
             L = _sample_from_tables(logc_sup[:, i, :], rates, n_draws, stream)
         # Rao-Blackwellized for "sample": average P(Z = j | votes), not draws of Z.
-        probs = _rule_probs(log_posterior(L, logc_sup, log_prior).T, rule)
+        log_post = _support_log_post(L, logc_sup, log_prior, support, posterior)
+        probs = _rule_probs(log_post.T, rule)
         Q[i] = probs.mean(axis=0)
         se[i] = probs.std(axis=0, ddof=1) / np.sqrt(n_draws)
     return Q, se
@@ -374,6 +418,7 @@ def noise_matrix(
     outlier_rate: Any = None,
     outlier_dist: Any = None,
     progress_bar: bool = False,
+    posterior: Any = None,
 ) -> NoiseMatrix:
     """Q_ij = P(pseudolabel = y_j | Y = y_i) over the support, under a noise model.
 
@@ -429,6 +474,14 @@ def noise_matrix(
     progress_bar : bool, default=False
         Show a tqdm progress bar over the true labels when Q is computed by Monte
         Carlo (seconds per label on large supports); the exact sum is not shown.
+    posterior : callable, optional
+        ``posterior(L)`` for an (n, n_lfs) int vote matrix returns the (n, r)
+        log P(Y | votes) the pseudolabels come from (restricted to the support
+        here). Default: the posterior of independent LFs under ``theta`` and
+        ``prior``. A label model passes its own (declared or detected dependencies
+        weigh votes, abstains may depend on Y), so that its pseudolabels are those
+        of its ``predict``; the votes are still drawn from ``theta`` and
+        ``abstain``.
 
     Returns
     -------
@@ -494,7 +547,7 @@ def noise_matrix(
 
     def compute(rule_used: str) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
         if use_exact:
-            Q, n_eval = _exact_q(logc_sup, rates, log_prior, rule_used)
+            Q, n_eval = _exact_q(logc_sup, rates, log_prior, rule_used, posterior, sup)
             se = np.zeros_like(Q)
         else:
             Q, se = _monte_carlo_q(
@@ -509,6 +562,7 @@ def noise_matrix(
                 rng,
                 family,
                 bool(progress_bar),
+                posterior,
             )
             n_eval = n_draws
         return Q, se, n_eval, np.linalg.svd(Q, compute_uv=False)
@@ -579,6 +633,7 @@ def loss_weights(
     power: float = 2.0,
     outlier_rate: Any = None,
     outlier_dist: Any = None,
+    posterior: Any = None,
     **noise_options: Any,
 ) -> pd.DataFrame:
     """Pseudolabels and noise-aware loss weights, one row per data point.
@@ -611,6 +666,9 @@ def loss_weights(
         Seeds the pseudolabel draws (and Monte Carlo Q).
     power, outlier_rate, outlier_dist
         The noise family, as in :func:`noise_matrix`.
+    posterior : callable, optional
+        The posterior of the pseudolabels and of Q, as in :func:`noise_matrix`
+        (``StructuredLabelModel.loss_weights`` passes the model's own).
     **noise_options
         ``method``, ``max_patterns``, ``n_draws``, ``warn_condition``,
         ``progress_bar`` of :func:`noise_matrix`.
@@ -691,11 +749,12 @@ def loss_weights(
             power=power,
             outlier_rate=outlier_rate,
             outlier_dist=outlier_dist,
+            posterior=posterior,
             **noise_options,
         )
     sup = noise.support
     logc_sup = _support_log_cond(S, th, sup, family)
-    log_post = log_posterior(Lc, logc_sup, np.log(noise.prior))  # (n, k)
+    log_post = _support_log_post(Lc, logc_sup, np.log(noise.prior), sup, posterior)
     if noise.rule == "map":
         z = np.argmax(log_post, axis=1)
     else:  # inverse CDF, one uniform per row

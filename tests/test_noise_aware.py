@@ -415,3 +415,68 @@ def test_loss_weights_default_rates_accept_an_lf_that_always_abstains():
     L[:, 0] = ss.ABSTAIN
     W = ss.loss_weights(L, data.space, data.theta, data.prior, seed=0)
     assert np.isfinite(W.drop(columns="pseudolabel").to_numpy()).all()
+
+
+@pytest.mark.parametrize(
+    "model_kw, fit_kw",
+    [({}, {"dependencies": [(0, 1)]}), ({"abstain_dependent": True}, {})],
+)
+def test_label_model_pseudolabels_are_its_predictions_with_dependencies(
+    model_kw, fit_kw
+):
+    # The README's promise: the MAP pseudolabels are the labels predict returns
+    # (where that label is in Q's support). With declared dependencies (votes
+    # weighed by their group) or abstains that depend on Y, the posterior is not
+    # the independent LFs' posterior of theta_ and prior_; the weights had come
+    # from the latter (5 and 3 rows of this tree disagreed with predict)
+    import networkx as nx
+
+    rng = np.random.default_rng(0)
+    space = ss.GraphSpace(nx.balanced_tree(2, 2))
+    n, m = 600, 4
+    y = rng.choice([3, 4, 5], n, p=[0.5, 0.3, 0.2])
+    L = np.where(
+        rng.random((n, m)) < [0.8, 0.6, 0.6, 0.5],
+        y[:, None],
+        rng.integers(0, 7, (n, m)),
+    )
+    L[:, 1] = np.where(rng.random(n) < 0.9, L[:, 0], L[:, 1])
+    L[rng.random((n, m)) < 0.3] = -1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lm = ss.StructuredLabelModel(space, seed=0, **model_kw).fit(
+            L, progress_bar=False, **fit_kw
+        )
+        pred, P = lm.predict(L, return_probs=True)
+        W = lm.loss_weights(L, seed=0, rule="map")
+    sup = np.asarray(W.attrs["support"])
+    top2 = np.sort(P[:, sup], axis=1)[:, -2:]
+    clear = np.isin(pred, sup) & (top2[:, 1] > top2[:, 0])  # no tie inside Q's support
+    assert clear.sum() > 500
+    np.testing.assert_array_equal(W["pseudolabel"].to_numpy()[clear], pred[clear])
+
+
+@pytest.mark.parametrize("method", ["exact", "monte_carlo"])
+@pytest.mark.parametrize("rule", ["map", "sample"])
+def test_posterior_given_as_the_default_one_changes_nothing(method, rule):
+    # noise_matrix's documented default posterior, passed explicitly: the same Q
+    from snorkel_structured.noise.finite import log_conditional_probs, log_posterior
+
+    data = make_ranking_data(300, theta=[0.3, 0.8, 1.5], abstain=0.2, seed=4)
+    S = data.space.squared_distance_matrix
+    log_cond = log_conditional_probs(S, np.asarray(data.theta, dtype=float))
+    log_prior = np.log(np.maximum(np.asarray(data.prior, dtype=float), 1e-300))
+
+    def independent(L):
+        return log_posterior(L, log_cond, log_prior)
+
+    kw = dict(abstain=0.2, rule=rule, method=method, n_draws=2000, seed=5)
+    want = ss.noise_matrix(data.space, data.theta, data.prior, **kw)
+    got = ss.noise_matrix(
+        data.space, data.theta, data.prior, posterior=independent, **kw
+    )
+    np.testing.assert_allclose(got.Q, want.Q, atol=1e-12)
+    args = (data.L, data.space, data.theta, data.prior)
+    W_want = ss.loss_weights(*args, noise=want, seed=6)
+    W_got = ss.loss_weights(*args, noise=got, posterior=independent, seed=6)
+    np.testing.assert_array_equal(W_got["pseudolabel"], W_want["pseudolabel"])

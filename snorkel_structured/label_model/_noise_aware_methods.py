@@ -49,9 +49,19 @@ class NoiseAwareMethods:
             support=support,
             min_prior=min_prior,
             seed=seed,
+            posterior=self._log_posterior_all,
             **self._family(),
             **options,
         )
+
+    def _log_posterior_all(self, L: np.ndarray) -> np.ndarray:
+        """log P(Y | votes) of the fitted model over every label, (n, r): -inf off
+        its support. The votes' weights (dependencies) and abstains that depend on Y
+        enter as in ``predict``."""
+        logp, inverse = self._posterior.log_proba(L)
+        out = np.full((logp.shape[0], len(self.space)), -np.inf)
+        out[:, self.support_] = logp
+        return out[inverse]
 
     def _family(self) -> dict[str, Any]:
         """The fitted noise family, as noise_matrix/loss_weights take it."""
@@ -101,5 +111,6 @@ class NoiseAwareMethods:
             noise=noise,
             index=index,
             seed=z_rng,
+            posterior=self._log_posterior_all,
             **self._family(),
         )
