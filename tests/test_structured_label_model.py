@@ -248,3 +248,19 @@ def test_loss_weights_pseudolabels_are_the_predictions_by_default():
     np.testing.assert_array_equal(
         w["pseudolabel"].to_numpy()[in_support], pred[in_support]
     )
+
+
+def test_options_an_estimator_ignores_are_refused_and_score_checks_tie_breaks():
+    # prior_support is not read by the tensor decomposition, n_components not by
+    # UWS: each had been dropped without a word (support_ [3, 4, 5] for [3])
+    data = ss.synthetic.make_ranking_data(300, seed=0)
+    with pytest.raises(ValueError, match="prior_support=\\[3\\] needs estimator"):
+        ss.StructuredLabelModel(data.space, estimator="tensor", prior_support=[3]).fit(
+            data.L
+        )
+    with pytest.raises(ValueError, match="n_components=2 needs estimator"):
+        ss.StructuredLabelModel(data.space, estimator="uws", n_components=2).fit(data.L)
+    # score took any tie-break string, as an unseeded random one
+    lm = ss.StructuredLabelModel(data.space, seed=0).fit(data.L, progress_bar=False)
+    with pytest.raises(ValueError, match="tie_break_policy must be one of"):
+        lm.score(data.L, data.Y, tie_break_policy="rnadom")

@@ -38,6 +38,13 @@ _DECISIONS = ("map", "distance", "sq_distance")
 _SupportPosterior = SupportPosterior
 
 
+def _check_tie_break(policy: Any) -> None:
+    if policy not in _TIE_BREAK:
+        raise ValueError(
+            f"tie_break_policy must be one of {_TIE_BREAK}; got {policy!r}."
+        )
+
+
 def _max_partition_rows(data: Any) -> int:
     """Rows of the largest partition of a Dask array (0 when unknown, e.g. DataFrames)."""
     chunks = getattr(data, "chunks", None)
@@ -260,10 +267,7 @@ class PosteriorMethods:
         probs : ndarray of shape (n_samples, r), if ``return_probs``
         """
         check_is_fitted(self, "theta_")
-        if tie_break_policy not in _TIE_BREAK:
-            raise ValueError(
-                f"tie_break_policy must be one of {_TIE_BREAK}; got {tie_break_policy!r}."
-            )
+        _check_tie_break(tie_break_policy)
         if decision not in _DECISIONS:
             raise ValueError(f"decision must be one of {_DECISIONS}; got {decision!r}.")
         cost = None
@@ -330,7 +334,8 @@ class PosteriorMethods:
             Any metric of Snorkel's ``Scorer`` ("accuracy", "coverage", "f1",
             "f1_micro", "roc_auc", ...) and "mean_distance", "mean_sq_distance" (to the
             true label). ``None`` scores nothing, as in Snorkel.
-        tie_break_policy : str, default="abstain"
+        tie_break_policy : {"abstain", "true-random", "random"}, default="abstain"
+            As in :meth:`predict`.
 
         Returns
         -------
@@ -340,9 +345,11 @@ class PosteriorMethods:
         Raises
         ------
         ValueError
-            For an unknown metric ("Unrecognized metric: ...").
+            For an unknown metric ("Unrecognized metric: ...") or
+            ``tie_break_policy``.
         """
         check_is_fitted(self, "theta_")
+        _check_tie_break(tie_break_policy)
         L = self._check_L(L)
         y = self._check_gold(Y, "Y", n=L.shape[0], allow_unknown=True)
         metrics = [] if metrics is None else list(metrics)

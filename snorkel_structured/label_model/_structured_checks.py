@@ -175,6 +175,19 @@ class StructuredChecks:
                     f"{name}={value!r} needs estimator='mle'; got estimator="
                     f"{self.estimator!r}."
                 )
+        # Each estimator reads only some of the prior's options: one it ignores
+        # would be silently dropped.
+        ps = self.prior_support
+        if self.estimator == "tensor" and not (isinstance(ps, str) and ps == "auto"):
+            raise ValueError(
+                f"prior_support={ps!r} needs estimator='mle' or 'uws' (the tensor "
+                "decomposition finds its own support; n_components sets its size)."
+            )
+        if self.estimator == "uws" and self.n_components is not None:
+            raise ValueError(
+                f"n_components={self.n_components!r} needs estimator='mle' or "
+                "'tensor'; with 'uws' give the labels instead (prior_support=[...])."
+            )
         check_scalar(self.max_iter, "max_iter", kind="int", low=1)
         check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
         check_seed(

@@ -177,7 +177,8 @@ class StructuredLabelModel(
         "uws": the universal weak supervision baseline (additive squared distances);
         its prior is then estimated by EM over the prior alone, theta held fixed.
     n_components : int, optional
-        Number of labels with prior mass; estimated when omitted.
+        Number of labels with prior mass; estimated when omitted ("mle" and
+        "tensor").
     label_dependent : bool or "auto", default="auto"
         One theta per LF and true label, shape (n_lfs, r) (like Snorkel's class-
         conditional accuracies). "auto" lets the data choose (BIC on how the LFs
