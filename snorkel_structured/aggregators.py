@@ -15,6 +15,12 @@ Each combines the votes of a row into one label without a noise model:
 All are vectorized: a row's scores against every candidate are one gather-and-sum, done in
 chunks of rows so memory stays at ``chunk_size * r`` floats. Rows where every LF abstains
 get -1 (ABSTAIN).
+
+LF weights (all but :func:`majority_vote`) must be finite and non-negative with a
+positive entry. A weight of 0 ignores the LF, as if it abstained on every row
+(scikit-learn's convention for a zero sample weight): a row on which only weight-0 LFs
+vote gets -1, like a row where every LF abstains, and a warning gives the number of
+such rows.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from snorkel_structured import _warnings
 from snorkel_structured._validation import ABSTAIN, check_label_matrix, check_seed
 from snorkel_structured.spaces.finite import FiniteMetricSpace
 from snorkel_structured.spaces.permutations import Permutations
@@ -32,13 +39,84 @@ __all__ = ["borda", "frechet_mean", "kemeny", "majority_vote", "medoid"]
 _CHUNK = 1 << 22  # elements of a (rows x labels) score block
 
 
+# The largest weighted sum of costs accepted: below the float64 maximum (1.8e308),
+# with room for rounding. As every term is non-negative, no partial sum over the LFs
+# then overflows.
+_MAX_TOTAL = 1e308
+
+
 def _weights(weights: Any, m: int) -> np.ndarray:
-    w = np.ones(m) if weights is None else np.asarray(weights, dtype=np.float64)
-    if w.shape != (m,) or not np.isfinite(w).all() or (w < 0).any():
+    """``weights`` as a fresh (m,) float64 array: finite, non-negative, one positive."""
+    if weights is None:
+        return np.ones(m)
+    try:
+        w = np.array(weights, dtype=np.float64)
+    except (TypeError, ValueError):
         raise ValueError(
-            f"weights must be {m} finite non-negative numbers (one per LF); got {w!r}."
+            f"weights must be {m} finite non-negative numbers (one per LF); got "
+            f"{weights!r}."
+        ) from None
+    if w.shape != (m,):
+        raise ValueError(
+            f"weights must be {m} finite non-negative numbers (one per LF); got shape "
+            f"{w.shape}."
+        )
+    bad = ~np.isfinite(w) | (w < 0)
+    if bad.any():
+        a = int(np.argmax(bad))
+        raise ValueError(
+            f"weights must be finite and non-negative; weights[{a}] is {float(w[a])!r}."
+        )
+    if not (w > 0).any():
+        # A weight of 0 counts as abstaining: all zero would leave every row unlabeled.
+        raise ValueError(
+            f"weights must have a positive entry; got all {m} zero, which ignores "
+            "every LF and leaves every row unlabeled (-1). Pass weights=None for "
+            "equal weights."
         )
     return w
+
+
+def _checked(
+    L: Any, space: FiniteMetricSpace, weights: Any
+) -> tuple[np.ndarray, np.ndarray]:
+    """Validated label matrix and weights."""
+    L = check_label_matrix(L, n_labels=len(space))
+    return L, _weights(weights, L.shape[1])
+
+
+def _weighted_votes(L: np.ndarray, w: np.ndarray, largest_cost: float) -> np.ndarray:
+    """The votes that count: ``L`` with those of weight-0 LFs set to ABSTAIN.
+
+    Refuses weights whose weighted sums of costs (each at most ``largest_cost``)
+    could overflow float64, and warns about rows left unlabeled by zero weights.
+    """
+    with np.errstate(over="ignore"):
+        total = float(w.sum()) * float(largest_cost)
+    if not total <= _MAX_TOTAL:
+        raise ValueError(
+            f"weights are too large (the largest is {float(w.max()):.3g}): the "
+            f"weighted sums of costs, up to sum(weights) * {float(largest_cost):g}, "
+            f"would exceed {_MAX_TOTAL:g} and could overflow float64. Rescale them, e.g. weights / "
+            "max(weights): multiplying every weight by the same positive number "
+            "does not change the aggregate."
+        )
+    zero = w == 0
+    if not zero.any():
+        return L
+    kept = np.where(zero, ABSTAIN, L)
+    ignored = (L != ABSTAIN).any(axis=1) & (kept == ABSTAIN).all(axis=1)
+    if ignored.any():
+        _warnings.warn(
+            f"{int(ignored.sum())} of {len(L)} rows are unlabeled (-1) although an "
+            "LF voted on them: every LF that voted there has weight 0 (LFs "
+            f"{np.flatnonzero(zero).tolist()}), and a weight of 0 ignores an LF. Give "
+            "those LFs a positive weight, or drop these rows (-1 predictions) before "
+            "training on the labels.",
+            UserWarning,
+            stacklevel=3,
+        )
+    return kept
 
 
 def _argmin_cost(
@@ -76,17 +154,30 @@ def frechet_mean(L: Any, space: FiniteMetricSpace, weights: Any = None) -> np.nd
     L : array-like of int of shape (n_samples, n_lfs)
     space : FiniteMetricSpace
     weights : array-like of shape (n_lfs,), optional
-        Non-negative LF weights (default equal).
+        Finite, non-negative LF weights with a positive entry (default equal). A
+        weight of 0 ignores the LF, as if it abstained on every row.
 
     Returns
     -------
-    labels : ndarray of int64 of shape (n_samples,); -1 where every LF abstained.
-    Ties go to the lowest label index.
+    labels : ndarray of int64 of shape (n_samples,); -1 where every LF abstained
+        (or only weight-0 LFs voted). Ties go to the lowest label index.
+
+    Raises
+    ------
+    ValueError
+        If ``L`` is not a valid label matrix of ``space``, or ``weights`` is not
+        ``n_lfs`` finite non-negative numbers with a positive one, or is so large
+        that the weighted sums of costs would overflow (rescale it).
+
+    Warns
+    -----
+    UserWarning
+        When some rows are unlabeled although an LF voted on them (every LF that
+        voted has weight 0), with their number.
     """
-    L = check_label_matrix(L, n_labels=len(space))
-    return _argmin_cost(
-        L, space.squared_distance_matrix, _weights(weights, L.shape[1]), False
-    )
+    L, w = _checked(L, space, weights)
+    cost = space.squared_distance_matrix
+    return _argmin_cost(_weighted_votes(L, w, cost.max()), cost, w, False)
 
 
 def kemeny(L: Any, space: FiniteMetricSpace, weights: Any = None) -> np.ndarray:
@@ -105,16 +196,20 @@ def kemeny(L: Any, space: FiniteMetricSpace, weights: Any = None) -> np.ndarray:
     >>> space.decode(kemeny(votes[None, :], space))
     [(0, 1, 2)]
     """
-    L = check_label_matrix(L, n_labels=len(space))
-    return _argmin_cost(L, space.distance_matrix, _weights(weights, L.shape[1]), False)
+    L, w = _checked(L, space, weights)
+    cost = space.distance_matrix
+    return _argmin_cost(_weighted_votes(L, w, cost.max()), cost, w, False)
 
 
 def medoid(L: Any, space: FiniteMetricSpace, weights: Any = None) -> np.ndarray:
-    """The vote of the row closest to the others: argmin over the row's votes of sum w d^2."""
-    L = check_label_matrix(L, n_labels=len(space))
-    return _argmin_cost(
-        L, space.squared_distance_matrix, _weights(weights, L.shape[1]), True
-    )
+    """The vote of the row closest to the others: argmin over the row's votes of sum w d^2.
+
+    Only the votes of positive-weight LFs are candidates. Same parameters and return
+    as :func:`frechet_mean`.
+    """
+    L, w = _checked(L, space, weights)
+    cost = space.squared_distance_matrix
+    return _argmin_cost(_weighted_votes(L, w, cost.max()), cost, w, True)
 
 
 def borda(L: Any, space: Permutations, weights: Any = None) -> np.ndarray:
@@ -130,17 +225,21 @@ def borda(L: Any, space: Permutations, weights: Any = None) -> np.ndarray:
         Label indices into ``space``, -1 = abstain.
     space : Permutations
     weights : array-like of shape (n_lfs,), optional
-        Non-negative LF weights (default equal: the plain Borda count).
+        Finite, non-negative LF weights with a positive entry (default equal: the
+        plain Borda count). A weight of 0 ignores the LF, as if it abstained.
 
     Returns
     -------
     labels : ndarray of int64 of shape (n_samples,)
-        Label index of each row's Borda ranking; -1 where every LF abstained.
+        Label index of each row's Borda ranking; -1 where every LF abstained (or
+        only weight-0 LFs voted).
 
     Raises
     ------
     TypeError
         If ``space`` is not a :class:`Permutations` space.
+    ValueError
+        If ``L`` or ``weights`` is invalid, as in :func:`frechet_mean`.
 
     Notes
     -----
@@ -163,9 +262,9 @@ def borda(L: Any, space: Permutations, weights: Any = None) -> np.ndarray:
             f"space must be a Permutations space for the Borda count; got "
             f"{type(space).__name__}. Use kemeny or majority_vote on other spaces."
         )
-    L = check_label_matrix(L, n_labels=len(space))
-    w = _weights(weights, L.shape[1])
+    L, w = _checked(L, space, weights)
     n_items = space.n_items
+    L = _weighted_votes(L, w, n_items - 1)
     # points[y, i]: the score ordering y gives item i, n_items - 1 - position.
     points = n_items - 1 - np.argsort(space.permutations, axis=1).astype(np.float64)
     totals = np.zeros((L.shape[0], n_items))

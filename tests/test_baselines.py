@@ -1,5 +1,6 @@
 import warnings
 
+import networkx as nx
 import numpy as np
 import pytest
 
@@ -184,3 +185,62 @@ def test_manifold_mean_voter_refuses_bad_weights(weights, match):
         voter.predict(X)  # without fit, as Snorkel's MajorityLabelVoter
     with pytest.raises(ValueError, match=match):
         voter.fit(X)
+
+
+# -- AggregatingVoter.score: unknown gold labels (-1) and bad Y --------------------------
+# balanced_tree(2, 2): root 0, children 1 and 2, leaves 3, 4 (under 1) and 5, 6 (under 2).
+TREE = ss.GraphSpace(nx.balanced_tree(2, 2))
+
+
+def test_aggregating_voter_score_leaves_out_unknown_gold_labels():
+    # The repro: row 1's gold label is unknown. It had been read as label 6 (numpy's
+    # index -1), d(0, 6) = 2, giving mean_distance 1.0; StructuredLabelModel.score
+    # leaves the row out, and so does the voter now.
+    voter = AggregatingVoter(TREE, method="majority")
+    scores = voter.score(np.array([[3, 3, 3], [0, 0, 0]]), [3, -1])
+    assert scores == {"accuracy": 1.0, "mean_distance": 0.0, "mean_sq_distance": 0.0}
+    # Rows: correct; unlabeled by the voter (wrong for accuracy, no distance);
+    # unknown gold (left out); predicted 1 against gold 3 (d = 1).
+    L = np.array([[3, 3, 3], [-1, -1, -1], [0, 0, 0], [1, 1, 1]])
+    scores = voter.score(L, np.array([3, 4, -1, 3]))
+    assert scores["accuracy"] == pytest.approx(1 / 3)
+    assert scores["mean_distance"] == pytest.approx(0.5)
+    assert scores["mean_sq_distance"] == pytest.approx(0.5)
+    # integral floats and a column vector pass, as in the label model's score
+    assert voter.score(L, [[3.0], [4.0], [-1.0], [3.0]]) == scores
+
+
+def test_aggregating_voter_score_with_every_gold_label_unknown_is_nan_and_warns():
+    voter = AggregatingVoter(TREE, method="kemeny")
+    with pytest.warns(UserWarning, match="Every gold label in Y is -1"):
+        scores = voter.score(np.array([[3, 3, 3], [0, 0, 0]]), [-1, -1])
+    assert all(np.isnan(v) for v in scores.values())
+
+
+@pytest.mark.parametrize(
+    "Y, match",
+    [
+        ([3, 9], r"Y holds a label outside \[0, 7\) \(or -1 .*\): entry 1 is 9"),
+        ([3, -2], r"Y holds a label outside \[0, 7\) \(or -1 .*\): entry 1 is -2"),
+        ([3, 2.5], r"Y must be a 1-D array of label indices; .* dtype float64"),
+        (["a", "b"], r"Y must be a 1-D array of label indices"),
+        ([3, 0, 1], r"Y must have one label per row of L \(2\); got 3"),
+    ],
+)
+def test_aggregating_voter_score_refuses_bad_gold_labels(Y, match):
+    voter = AggregatingVoter(TREE, method="kemeny")
+    with pytest.raises(ValueError, match=match):
+        voter.score(np.array([[3, 3, 3], [0, 0, 0]]), Y)
+
+
+@pytest.mark.parametrize("method", ["kemeny", "frechet_mean", "medoid", "borda"])
+def test_aggregating_voter_zero_weights(method):
+    # All-zero weights ignore every LF: refused (they had labeled every voted row 0).
+    space = ss.Permutations(3)
+    L = np.array([[5, -1, -1], [5, 0, 0]])
+    with pytest.raises(ValueError, match="weights must have a positive entry"):
+        AggregatingVoter(space, method=method, weights=[0, 0, 0]).predict(L)
+    # A weight-0 LF counts as abstaining: a row only it voted on is unlabeled.
+    voter = AggregatingVoter(space, method=method, weights=[0, 1, 1])
+    with pytest.warns(UserWarning, match="1 of 2 rows are unlabeled"):
+        np.testing.assert_array_equal(voter.predict(L), [-1, 0])

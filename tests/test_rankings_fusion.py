@@ -317,3 +317,32 @@ def test_invalid_rrf_k_raises():
         reciprocal_rank_fusion(V4, k=np.inf)
     with pytest.raises(TypeError, match="k must be a real number"):
         reciprocal_rank_fusion(V4, k="60")
+
+
+@pytest.mark.parametrize("method", [*METHODS, pairwise_majority_matrix])
+def test_all_zero_or_overflowing_weights_raise(method):
+    with pytest.raises(ValueError, match=r"weights are all 0 \(n_lfs = 3\)"):
+        method(V4, weights=[0, 0, 0])
+    # finite, but sum(w) * (n_items - 1) overflows: Borda had returned a NaN-driven
+    # order and the pairwise counts inf
+    with pytest.raises(ValueError, match=r"weights are too large .* Rescale them"):
+        method(V4, weights=[1e308, 1e308, 1.0])
+
+
+@pytest.mark.parametrize("method", [*METHODS, pairwise_majority_matrix])
+def test_zero_weight_equals_removing_the_lf(method):
+    # A weight-0 LF counts as an abstain: the same as blanking its votes.
+    V = np.array([[[3, 1, 0, 2], [1, 3, -1, -1], [2, 0, 1, 3]], [[0, 1, 2, 3]] * 3])
+    blanked = V.copy()
+    blanked[:, 0] = -1
+    np.testing.assert_array_equal(
+        method(V, weights=[0.0, 1.0, 2.0]), method(blanked, weights=[1.0, 1.0, 2.0])
+    )
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_large_finite_weights_give_the_unscaled_orderings(method):
+    # sum(w) * (n_items - 1) = 9e300 stays representable: a common scale changes
+    # no ordering.
+    w = np.array([1.0, 2.0, 0.0])
+    np.testing.assert_array_equal(method(V4, weights=w * 1e300), method(V4, weights=w))

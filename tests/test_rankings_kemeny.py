@@ -351,3 +351,38 @@ def test_no_warning_on_ordinary_ilp_solves():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         kemeny_rank(C, "ilp")
+
+
+# --- huge finite entries ---------------------------------------------------------------
+# The docstring example: [1, 2, 0] is the unique optimum (11 against at most 9).
+C_HAND = np.array([[0.0, 3.0, 1.0], [2.0, 0.0, 5.0], [4.0, 0.0, 0.0]])
+
+
+@pytest.mark.parametrize("method", ["exact_dp", "ilp", "heuristic", "auto"])
+@pytest.mark.parametrize("scale", [2.0**61, 1e25, 1e300, 1e307])
+def test_huge_finite_entries_decode_as_the_rescaled_matrix(method, scale):
+    # Entries up to 5e307 are finite, as the docstring allows; the sums over them had
+    # overflowed (warnings, wrong or method-dependent orderings, scipy's own error
+    # for "ilp"). A row is invariant to a positive scale: same optimum, no warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert kemeny_rank(C_HAND * scale, method).tolist() == [1, 2, 0]
+        # rows are scaled one by one: an ordinary row next to a huge one is unchanged
+        C = np.stack([C_HAND * scale, C_HAND.T, -C_HAND * scale])
+        got = kemeny_rank(C, method)
+    np.testing.assert_array_equal(
+        got, kemeny_rank(np.stack([C_HAND, C_HAND.T, -C_HAND]))
+    )
+
+
+@pytest.mark.parametrize("method", ["exact_dp", "ilp", "heuristic"])
+def test_the_overflow_repro_returns_an_optimum(method):
+    # C / 1e308 = [[0, 1, 1], [-1, 0, 1], [1, 1, 0]]: orderings (0, 1, 2), (0, 2, 1)
+    # and (2, 0, 1) tie at 3, the best (the others reach 1).
+    C = np.array([[0, 1e308, 1e308], [-1e308, 0, 1e308], [1e308, 1e308, 0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        order = kemeny_rank(C, method)
+    assert tuple(order.tolist()) in {(0, 1, 2), (0, 2, 1), (2, 0, 1)}
+    if method == "exact_dp":
+        assert order.tolist() == [0, 1, 2]  # ties: lower ids first

@@ -27,6 +27,7 @@ from snorkel_structured.aggregators import (
     majority_vote,
     medoid,
 )
+from snorkel_structured.label_model._structured_checks import StructuredChecks
 from snorkel_structured.spaces.finite import FiniteMetricSpace
 from snorkel_structured.spaces.permutations import Permutations
 
@@ -48,7 +49,11 @@ class AggregatingVoter(BaseEstimator):
         ``"medoid"`` the same over the row's own votes, ``"borda"`` the Borda count
         (``Permutations`` spaces only).
     weights : array-like of shape (n_lfs,), optional
-        Non-negative LF weights (ignored by ``"majority"``); default equal.
+        Finite, non-negative LF weights with a positive entry (ignored by
+        ``"majority"``); default equal. A weight of 0 ignores the LF, as if it
+        abstained on every row (scikit-learn's convention for a zero sample weight):
+        a row on which only zero-weight LFs vote gets -1, like a row where every LF
+        abstains, and ``predict`` warns with the number of such rows.
     seed : None, int or numpy.random.Generator, default=None
         Breaks majority ties at random when given; otherwise the lowest index wins.
 
@@ -124,17 +129,48 @@ class AggregatingVoter(BaseEstimator):
     def score(self, L: Any, Y: Any) -> dict[str, float]:
         """Accuracy, mean distance and mean squared distance to the true labels ``Y``.
 
-        Rows the voter leaves unlabeled (-1) count as wrong for accuracy and are left
-        out of the distance means.
+        Rows whose gold label is unknown (``Y == -1``) are left out of every metric,
+        as in :meth:`StructuredLabelModel.score`. Of the other rows, those the voter
+        leaves unlabeled (-1) count as wrong for accuracy and are left out of the
+        distance means.
+
+        Parameters
+        ----------
+        L : array-like of int of shape (n_samples, n_lfs)
+        Y : array-like of int of shape (n_samples,)
+            True label indices; -1 marks an unknown label (the row is left out).
+
+        Returns
+        -------
+        scores : dict of str to float
+            "accuracy", "mean_distance" and "mean_sq_distance"; NaN when no row
+            counts.
+
+        Raises
+        ------
+        ValueError
+            If ``Y`` is not one integer label index per row of ``L``, each in
+            ``[0, n_labels)`` or -1.
         """
         pred = self.predict(L)
-        Y = np.asarray(Y)
-        if Y.shape != pred.shape:
-            raise ValueError(f"Y must have shape {pred.shape}; got {Y.shape}.")
+        # The label model's own check of gold labels (it reads only self.space), so
+        # that both score the same Y alike.
+        y = StructuredChecks._check_gold(
+            self, Y, "Y", n=pred.shape[0], allow_unknown=True
+        )
+        known = y != ABSTAIN
+        if not known.any():
+            _warnings.warn(
+                "Every gold label in Y is -1 (unknown): there is nothing to score and "
+                "every metric is NaN.",
+                UserWarning,
+                stacklevel=2,
+            )
+        pred, y = pred[known], y[known]
         labeled = pred != ABSTAIN
-        d = self.space.dist(pred[labeled], Y[labeled])
+        d = self.space.dist(pred[labeled], y[labeled])
         return {
-            "accuracy": float(np.mean(pred == Y)),
+            "accuracy": float(np.mean(pred == y)) if y.size else float("nan"),
             "mean_distance": float(np.mean(d)) if d.size else float("nan"),
             "mean_sq_distance": float(np.mean(d**2)) if d.size else float("nan"),
         }

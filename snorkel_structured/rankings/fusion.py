@@ -5,9 +5,13 @@ of row-local item ids, best first, padded with -1 after a top-k list; all -1 is 
 abstain; see :mod:`snorkel_structured.rankings._votes`) and returns one full ordering
 per row, int64 of shape (n_rows, n_items), best first. Items with equal scores are
 ordered by their id (lower first), so the output is deterministic. An optional
-``weights`` array of shape (n_lfs,) scales each LF's contribution (non-negative;
-``None`` gives every LF weight 1). Abstaining LFs contribute nothing; a row on which
-every LF abstains is returned in id order.
+``weights`` array of shape (n_lfs,) scales each LF's contribution (finite,
+non-negative, at least one positive; ``None`` gives every LF weight 1). Abstaining LFs
+contribute nothing, and neither does an LF of weight 0; a row on which every LF
+abstains (or only weight-0 LFs vote) is returned in id order. Weights so large that
+the fused scores would overflow float64 are refused: the orderings do not change when
+every weight is multiplied by the same positive number, so divide them by their
+largest.
 
 Scores are float sums over the LFs, accumulated in LF order. So that sums that are
 equal in exact arithmetic but differ by floating-point rounding (weights 0.1, 0.2,
@@ -41,10 +45,17 @@ __all__ = [
 _TIE_RTOL = 1e-9
 # Elements of one (rows, n_items, n_items) block of the pairwise computations.
 _BLOCK_ELEMENTS = 1 << 22
+# The largest score a row may reach (the total weight times the most points a vote
+# gives, n_items - 1 for Borda): below the float64 maximum (1.8e308), with room for
+# rounding. As every term is non-negative, no partial sum over the LFs then
+# overflows, and neither do the pairwise margins (at most the total weight).
+_MAX_TOTAL = 1e308
 
 
-def _check_weights(weights: Any, n_lfs: int) -> np.ndarray:
-    """Validate LF weights: finite, non-negative, shape (n_lfs,); None gives ones."""
+def _check_weights(weights: Any, n_lfs: int, n_items: int) -> np.ndarray:
+    """Validate LF weights: finite, non-negative with a positive entry, shape
+    (n_lfs,), small enough that scores over ``n_items`` cannot overflow; None gives
+    ones."""
     if weights is None:
         return np.ones(n_lfs, dtype=np.float64)
     w = np.asarray(weights)
@@ -66,13 +77,31 @@ def _check_weights(weights: Any, n_lfs: int) -> np.ndarray:
         raise ValueError(
             f"weights[{a}] = {float(w[a])!r}; LF weights must be finite and non-negative."
         )
+    if not (w > 0).any():
+        # A weight of 0 counts as abstaining: all zero would ignore every vote.
+        raise ValueError(
+            f"weights are all 0 (n_lfs = {n_lfs}); at least one LF weight must be "
+            "positive, since a weight of 0 ignores the LF and every row would come "
+            "back in id order. Pass weights=None for equal weights."
+        )
+    with np.errstate(over="ignore"):
+        top = float(w.sum()) * max(n_items - 1, 1)
+    if not top <= _MAX_TOTAL:
+        raise ValueError(
+            f"weights are too large (the largest is {float(w.max()):.3g}): the fused "
+            f"scores, up to sum(weights) * {max(n_items - 1, 1)}, would exceed "
+            f"{_MAX_TOTAL:g} and could overflow float64. Rescale them, e.g. weights / max(weights): multiplying every "
+            "weight by the same positive number changes no fused ordering (and "
+            "scales the pairwise counts by that number)."
+        )
     return w
 
 
 def _prepare(V: Any, weights: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Validated votes, item positions (unlisted items at k) and weights."""
     arr = check_votes(V)
-    return arr, vote_positions(arr), _check_weights(weights, arr.shape[1])
+    w = _check_weights(weights, arr.shape[1], arr.shape[2])
+    return arr, vote_positions(arr), w
 
 
 def _order(score: np.ndarray, top: float) -> np.ndarray:
@@ -115,8 +144,9 @@ def borda(V: Any, weights: Any = None) -> np.ndarray:
     Raises
     ------
     ValueError
-        If ``V`` is not a valid vote array or ``weights`` has the wrong shape or a
-        negative or non-finite entry.
+        If ``V`` is not a valid vote array, or ``weights`` has the wrong shape, a
+        negative or non-finite entry, no positive entry, or entries so large that
+        the scores would overflow.
 
     Examples
     --------

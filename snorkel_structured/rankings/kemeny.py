@@ -50,6 +50,11 @@ _ILS_MIN_ROUNDS = 3
 _ILS_BUDGET = 320
 _ILS_KICKS = 2
 _ILS_SEGMENT = 5
+# Rows of C with an entry larger than this in magnitude are scaled by a power of two
+# before decoding (see _rescale_large_rows). Below it, the decoders' sums (at most
+# n_items^2 entries) cannot overflow and the integer program's costs stay below
+# 1e20, where HiGHS starts treating a cost as infinite.
+_C_RESCALE_ABOVE = 2.0**60
 
 
 # --------------------------------------------------------------------------------
@@ -93,6 +98,24 @@ def _check_C(C: Any) -> tuple[np.ndarray, bool]:
     n = out.shape[-1]
     out[:, np.arange(n), np.arange(n)] = 0.0
     return out, single
+
+
+def _rescale_large_rows(C: np.ndarray) -> np.ndarray:
+    """``C`` (n_rows, n, n), modified in place, with each row whose largest magnitude
+    exceeds ``_C_RESCALE_ABOVE`` multiplied by the power of two that brings it into
+    [0.5, 1).
+
+    Weighted Kemeny is invariant to a positive common scale of a row, and scaling by
+    a power of two is exact in floating point (short of underflow, for entries below
+    1e-308 times the row's largest, which cannot change any sum of it): the optima
+    are those of the given row, without overflow. Other rows are left bit for bit.
+    """
+    peak = np.abs(C).max(axis=(1, 2))
+    large = peak > _C_RESCALE_ABOVE
+    if large.any():
+        _, exponent = np.frexp(peak[large])  # peak = mantissa * 2**exponent
+        C[large] = np.ldexp(C[large], -exponent[:, None, None])
+    return C
 
 
 def _check_time_limit(time_limit: Any) -> float | None:
@@ -538,7 +561,10 @@ def kemeny_rank(
     C : array-like of float of shape (n_rows, n_items, n_items) or (n_items, n_items)
         ``C[r, i, j]`` is the weight of the evidence that item ``i`` comes before
         item ``j`` in row ``r`` (e.g. the weighted count of votes putting ``i``
-        before ``j``); the diagonal is ignored. Any finite real values.
+        before ``j``); the diagonal is ignored. Any finite real values: a row with
+        an entry larger than ``2**60`` in magnitude is first divided by a power of
+        two (exact, and the optimal orderings do not depend on a positive scale),
+        so that the decoders' sums cannot overflow.
     method : {"auto", "exact_dp", "ilp", "heuristic"}, default="auto"
         - ``"exact_dp"``: exact dynamic program over the subsets of items, O(2^n n)
           time and O(2^n) memory per row, vectorized across rows (about 0.25 ms per
@@ -613,9 +639,10 @@ def kemeny_rank(
             f"row); got n_items = {n}. Use method='ilp' (exact, time varies) or "
             "'heuristic'."
         )
-    if Cv.shape[0] == 0:
-        out = np.empty((0, n), dtype=np.int64)
-    elif method == "exact_dp":
+    if Cv.shape[0] == 0:  # a 3-D batch of no rows
+        return np.empty((0, n), dtype=np.int64)
+    Cv = _rescale_large_rows(Cv)  # in place: Cv is _check_C's copy
+    if method == "exact_dp":
         out = _rank_dp(Cv)
     elif method == "ilp":
         out = _rank_ilp(Cv, limit, rng)
