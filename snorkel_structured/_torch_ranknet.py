@@ -359,7 +359,8 @@ def ranknet_loss(
         ``targets`` then only select the pairs (those with a nonzero weight and a
         nonzero target); their values are not used.
     reduction : {"mean", "sum", "none"}, default="mean"
-        Over rows, each row's loss being the sum over its pairs.
+        Over rows, each row's loss being the sum over its pairs. The mean of an empty
+        batch is 0 (with a zero gradient), where ``torch.nn.functional`` returns NaN.
     clip : float, optional
         Clamp each row's loss below at ``clip`` (biased). None: the unbiased loss.
 
@@ -404,7 +405,9 @@ class RankNetLoss(torch.nn.Module):
     Parameters
     ----------
     reduction : {"mean", "sum", "none"}, default="mean"
-        Over rows: ``"none"`` returns the (n_rows,) per-row losses.
+        Over rows: ``"none"`` returns the (n_rows,) per-row losses. The mean of an
+        empty batch is 0 (with a zero gradient), where ``torch.nn.functional``
+        returns NaN: a batch with no rows adds nothing to the objective.
     clip : float, optional
         None (default): the unbiased loss. A float c: each row's loss is
         ``max(row loss, c)``; ``clip=0.0`` is the natural choice, the clean RankNet

@@ -32,10 +32,17 @@ def check_reduction(reduction: Any, clip: Any) -> None:
 
 
 def reduce_rows(row: torch.Tensor, reduction: str, clip: float | None) -> torch.Tensor:
-    """Each row's loss clamped below at ``clip`` (if given), then reduced over rows."""
+    """Each row's loss clamped below at ``clip`` (if given), then reduced over rows.
+
+    The mean of no rows is 0, not NaN as in ``torch.nn.functional``: an empty batch
+    (e.g. the last one of a filtered split) then adds nothing to the objective and a
+    zero gradient, instead of a NaN that poisons the parameters at the next step.
+    """
     if clip is not None:
         row = torch.clamp(row, min=float(clip))
     if reduction == "mean":
+        if row.numel() == 0:
+            return row.sum()  # 0, still attached to the graph (its gradient is 0)
         return row.mean()
     if reduction == "sum":
         return row.sum()

@@ -35,6 +35,7 @@ random numbers; seed your model's initialization and your ``DataLoader``
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -60,7 +61,11 @@ from snorkel_structured._torch_ranknet import (
 )
 from snorkel_structured._torch_reduction import REDUCTIONS as REDUCTIONS
 from snorkel_structured._torch_reduction import check_reduction, reduce_rows
-from snorkel_structured.noise_aware import PSEUDOLABEL, _weights_from_frame
+from snorkel_structured.noise_aware import (
+    PSEUDOLABEL,
+    _label_names,
+    _weights_from_frame,
+)
 from snorkel_structured.spaces.finite import FiniteMetricSpace
 
 __all__ = [
@@ -81,19 +86,108 @@ LOSSES = ("cross_entropy", "brier", "expected_distance", "distance")
 
 # -- weights ------------------------------------------------------------------------
 def _frame_labels(frame: pd.DataFrame, space: FiniteMetricSpace | None) -> np.ndarray:
-    """Label index of each weight column: from the space's names, or ``attrs``."""
+    """Label index of each weight column, in the frame's column order, by its name.
+
+    ``loss_weights`` names the column of label l ``str(space.items[l])`` (or
+    ``"label_<l>"``) and records the support in ``attrs["support"]``, in column order.
+    pandas keeps ``attrs`` through column selections and renames, so ``attrs`` alone
+    cannot tell a reordered frame from the original one: the names must decide.
+    """
     cols = [c for c in frame.columns if c != PSEUDOLABEL]
-    if space is not None:
-        return _weights_from_frame(frame, space)[1]
     sup = frame.attrs.get("support")
-    if sup is None or len(sup) != len(cols):
+    if space is not None:
+        labels = _weights_from_frame(frame, space)[1]
+        if sup is not None:
+            names = _label_names(space, len(space))
+            _check_columns_match(cols, labels, np.asarray(sup, dtype=np.int64), names)
+        _check_distinct_columns(cols, labels)
+        return labels
+    if sup is None or len(sup) == 0:
         raise ValueError(
-            "cannot tell which label each weight column holds: the DataFrame's "
-            "attrs['support'] is missing or does not match its columns (pandas drops "
-            "attrs in some operations). Pass space= (the label space that named the "
-            "columns)."
+            "cannot tell which label each weight column holds: the DataFrame has no "
+            "attrs['support'] (pandas drops attrs in some operations). Pass space= "
+            "(the label space that named the columns)."
         )
-    return np.asarray(sup, dtype=np.int64)
+    sup = np.asarray(sup, dtype=np.int64)
+    spelled = _spelled_labels(cols)
+    if spelled is not None and spelled[0] == "label":
+        # "label_<l>" is the library's own name for label l: exact without a space
+        labels = spelled[1]
+        _check_columns_match(
+            cols, labels, sup, {int(s): f"label_{int(s)}" for s in sup}
+        )
+        _check_distinct_columns(cols, labels)
+        return labels
+    if spelled is not None and sorted(spelled[1].tolist()) == sorted(sup.tolist()):
+        # Integer names equal to the support's indices: the space's items may be the
+        # integers 0..r-1 (name = index), or integers in another order (name !=
+        # index). Both readings agree only when the columns follow attrs["support"].
+        if not np.array_equal(spelled[1], sup):
+            raise ValueError(
+                f"the weight columns {cols} are not in the order of the DataFrame's "
+                f"attrs['support'] = {sup.tolist()}: they were reordered or renamed, "
+                "or the space's items are integers in another order than their "
+                "indices, and the names alone cannot tell which. Pass space= (the "
+                "label space that named the columns) to match the columns by name."
+            )
+        return sup
+    # Names such as "(0, 2, 1)" (the items' strings): only the space can read them.
+    if sup.size != len(cols):
+        raise ValueError(
+            f"the DataFrame's attrs['support'] lists {sup.size} labels "
+            f"{sup.tolist()} but it has {len(cols)} weight columns {cols}: a column "
+            "was dropped or added (pandas keeps attrs through column selections). "
+            "Use the frame loss_weights returned, or pass space= (the label space "
+            "that named the columns)."
+        )
+    return sup
+
+
+def _spelled_labels(cols: list[Any]) -> tuple[str, np.ndarray] | None:
+    """The label indices the column names spell, if every name spells one.
+
+    ``("label", l)`` for names ``"label_<l>"``, ``("int", l)`` for names ``"<l>"``
+    (canonical non-negative integers), None for any other naming.
+    """
+    for kind, pattern in (
+        ("label", r"label_(0|[1-9][0-9]*)"),
+        ("int", r"(0|[1-9][0-9]*)"),
+    ):
+        found = [re.fullmatch(pattern, c) if isinstance(c, str) else None for c in cols]
+        spelled = [int(m.group(1)) for m in found if m is not None]
+        if len(spelled) == len(cols):
+            return kind, np.array(spelled, dtype=np.int64)
+    return None
+
+
+def _check_columns_match(
+    cols: list[Any], labels: np.ndarray, sup: np.ndarray, names: Any
+) -> None:
+    """Raise ValueError naming the columns missing from or extra to the support."""
+    have = set(labels.tolist())
+    want = set(sup.tolist())
+    missing = [names[int(s)] for s in sup if int(s) not in have]
+    extra = [c for c, lab in zip(cols, labels.tolist(), strict=True) if lab not in want]
+    if missing or extra:
+        raise ValueError(
+            "the weight columns do not match the DataFrame's attrs['support'] = "
+            f"{sup.tolist()} (the labels loss_weights wrote a column for): missing "
+            f"column(s) {missing}, extra column(s) {extra}. A dropped label's weights "
+            "would silently count as 0. Use the frame loss_weights returned, or "
+            "recompute it on the support you need."
+        )
+
+
+def _check_distinct_columns(cols: list[Any], labels: np.ndarray) -> None:
+    """Raise ValueError if two weight columns name the same label."""
+    _, first, counts = np.unique(labels, return_index=True, return_counts=True)
+    if (counts > 1).any():
+        lab = int(labels[first[np.flatnonzero(counts > 1)[0]]])
+        dup = [c for c, x in zip(cols, labels.tolist(), strict=True) if x == lab]
+        raise ValueError(
+            f"weight columns {dup} all name label {lab}; each label must have one "
+            "column."
+        )
 
 
 def _check_support(support: Any) -> np.ndarray:
@@ -127,14 +221,23 @@ def weights_tensor(
         and one weight column per support label. An array or tensor is taken as the
         weights themselves, columns in the order of the network's outputs.
     support : sequence of int of shape (k,), optional
-        The label index (into the space) of each network output, in output order.
-        Default: the DataFrame's own columns, in its order (``attrs["support"]``).
-        It may list labels the DataFrame has no column for (their weights are 0, e.g.
-        a network scoring the whole space), but must list every label it has. Only
-        for DataFrames.
+        The label index (into the space) of each network output, in output order:
+        each weight column goes to the output of the label it names (see ``space``
+        for how names are read). Default: the DataFrame's weight columns as they stand,
+        in the frame's order (that of ``attrs["support"]`` for a frame straight from
+        ``loss_weights``). It may list labels the DataFrame has no column for (their
+        weights are 0, e.g. a network scoring the whole space), but must list every
+        label it has. Only for DataFrames.
     space : FiniteMetricSpace, optional
-        The space whose item names label the columns; needed with ``support`` when
-        the DataFrame lost its ``attrs`` (some pandas operations drop them).
+        The space whose item names label the columns. With ``support``, each weight
+        column goes to the label it names: read through the space when given.
+        Without it, names ``"label_<l>"`` are read as label l, and item strings
+        (``str(item)``) are taken in the order of ``attrs["support"]``, the order in
+        which ``loss_weights`` wrote them; pandas keeps that list when columns are
+        reordered, so integer names out of its order (``"5", "4", "3"``) raise, and
+        other item strings (``"(0, 2, 1)"``) cannot be checked at all. Pass it with
+        ``support`` whenever the columns were reordered, renamed or subset, or the
+        DataFrame lost its ``attrs`` (some pandas operations drop them).
     dtype : torch.dtype, default=torch.float32
     device : torch.device or str, optional
 
@@ -147,7 +250,10 @@ def weights_tensor(
     ------
     ValueError
         If the weights are not 2-D, are not finite (NaN or inf), a column names no
-        label, or ``support`` misses a label the DataFrame weighs.
+        label, or ``support`` misses a label the DataFrame weighs. With ``support``:
+        if the weight columns do not match ``attrs["support"]`` (a label's column
+        missing, an extra column, two columns for one label), or the columns are
+        out of ``attrs["support"]`` order and only ``space`` can tell their labels.
 
     Examples
     --------
@@ -159,6 +265,10 @@ def weights_tensor(
     torch.Size([100, 2])
     >>> weights_tensor(W, support=range(24)).shape  # a network scoring all of S4
     torch.Size([100, 24])
+    >>> R = W[["pseudolabel", *W.columns[:0:-1]]]  # weight columns reversed
+    >>> bool((weights_tensor(R, support=range(24), space=data.space)
+    ...       == weights_tensor(W, support=range(24))).all())
+    True
     """
     if isinstance(loss_weights, pd.DataFrame):
         cols = [c for c in loss_weights.columns if c != PSEUDOLABEL]
@@ -292,6 +402,13 @@ def _check_options(
         raise ValueError(f"distances must have shape {want}; got {tuple(S.shape)}.")
     if not torch.isfinite(S).all():
         raise ValueError("distances must be finite; got NaN or inf.")
+    if (S < 0).any():
+        i, j = (int(a) for a in torch.nonzero(S < 0)[0])
+        raise ValueError(
+            f"distances are squared distances, never negative; distances[{i}, {j}] = "
+            f"{S[i, j].item()!r}. Pass space.squared_distance_matrix[np.ix_(support, "
+            "support)] (or your own squared distances) instead."
+        )
     return S
 
 
@@ -312,12 +429,31 @@ def _per_label_loss(
 
 def _corrected(
     input: torch.Tensor,
-    weights: torch.Tensor,
+    weights: Any,
     loss: str,
     distances: torch.Tensor | None,
     reduction: str,
     clip: float | None,
 ) -> torch.Tensor:
+    if not isinstance(input, torch.Tensor) or not input.is_floating_point():
+        # as ranknet_loss: the losses need a float graph (log_softmax has no integer
+        # kernel, and integer distances would truncate the weights to integers)
+        raise ValueError(
+            "input must be a floating-point Tensor of shape (n_samples, k), the "
+            "network's scores (or squared distances); got "
+            f"{type(input).__name__}"
+            f"{'' if not isinstance(input, torch.Tensor) else ' of ' + str(input.dtype)}."
+        )
+    if not isinstance(weights, torch.Tensor):
+        # array-like weights (e.g. a row slice of Q^-1) are taken, as ranknet_loss does
+        try:
+            weights = torch.as_tensor(np.asarray(weights, dtype=np.float64))
+        except (TypeError, ValueError):
+            raise TypeError(
+                "weights must be a Tensor or an array-like of numbers of shape "
+                f"(n_samples, k); got {type(weights).__name__}. weights_tensor "
+                "builds it from a loss_weights DataFrame."
+            ) from None
     if input.ndim != 2 or input.shape != weights.shape:
         raise ValueError(
             "input and weights must both have shape (n_samples, k), k = number of "
@@ -339,7 +475,7 @@ def _corrected(
 
 def noise_aware_loss(
     input: torch.Tensor,
-    weights: torch.Tensor,
+    weights: Any,
     *,
     loss: str = "brier",
     distances: Any = None,
@@ -353,13 +489,17 @@ def noise_aware_loss(
     input : Tensor of shape (n_samples, k)
         Scores (logits) of the k support labels, or, with ``loss="distance"``, the
         network's squared distances d^2(f(x_i), y_l) to them.
-    weights : Tensor of shape (n_samples, k)
+    weights : Tensor or array-like of shape (n_samples, k)
         Loss weights (:func:`weights_tensor`; :func:`one_hot_weights` for clean labels).
+        An array is converted to a tensor of ``input``'s dtype and device.
     loss : {"cross_entropy", "brier", "expected_distance", "distance"}, \
 default="brier"
     distances : array-like or Tensor of shape (k, k), optional
-        Squared distances between the support labels (``loss="expected_distance"``).
+        Squared distances between the support labels, finite and non-negative
+        (``loss="expected_distance"``).
     reduction : {"mean", "sum", "none"}, default="mean"
+        Over rows. The mean of an empty batch is 0 (with a zero gradient), where
+        ``torch.nn.functional`` returns NaN.
     clip : float, optional
         Clamp each row's corrected loss below at ``clip`` (biased; see Notes of
         :class:`NoiseAwareLoss`). None: the unbiased loss.
@@ -367,6 +507,16 @@ default="brier"
     Returns
     -------
     loss : Tensor of shape () or (n_samples,) with ``reduction="none"``
+
+    Raises
+    ------
+    ValueError
+        As :class:`NoiseAwareLoss`: for an unknown ``loss`` or ``reduction``, a
+        non-finite ``clip``, missing, malformed or negative ``distances``, an
+        ``input`` that is not a floating-point tensor, input and weights of
+        different shapes, or non-finite weights.
+    TypeError
+        If ``weights`` is neither a tensor nor an array-like of numbers.
 
     Examples
     --------
@@ -406,11 +556,13 @@ class NoiseAwareLoss(torch.nn.Module):
     loss : {"cross_entropy", "brier", "expected_distance", "distance"}, \
 default="brier"
     distances : array-like or Tensor of shape (k, k), optional
-        Squared distances between the support labels, in output order; required by
-        ``"expected_distance"`` only, e.g.
+        Squared distances between the support labels, in output order, finite and
+        non-negative; required by ``"expected_distance"`` only, e.g.
         ``space.squared_distance_matrix[np.ix_(support, support)]``.
     reduction : {"mean", "sum", "none"}, default="mean"
-        Over rows: ``"none"`` returns the (n_samples,) per-row losses.
+        Over rows: ``"none"`` returns the (n_samples,) per-row losses. The mean of an
+        empty batch is 0 (with a zero gradient), where ``torch.nn.functional``
+        returns NaN: a batch with no rows adds nothing to the objective.
     clip : float, optional
         None (default): the unbiased loss. A float c: each row's loss is
         ``max(corrected loss, c)``; ``clip=0.0`` is the natural choice, since every
@@ -419,9 +571,13 @@ default="brier"
     Raises
     ------
     ValueError
-        For an unknown ``loss`` or ``reduction``, a non-finite ``clip``, missing or
-        malformed ``distances``; in ``forward``, for input and weights of different
-        shapes or non-finite weights.
+        For an unknown ``loss`` or ``reduction``, a non-finite ``clip``, missing,
+        malformed or negative ``distances``; in ``forward``, for an input that is not
+        a floating-point tensor, input and weights of different shapes or non-finite
+        weights.
+    TypeError
+        In ``forward``, for weights that are neither a tensor nor an array-like of
+        numbers (arrays are converted to the input's dtype and device).
 
     Notes
     -----
@@ -491,7 +647,7 @@ default="brier"
         self.clip = None if clip is None else float(clip)
         self.register_buffer("distances", S)  # follows .to(device) and state_dict
 
-    def forward(self, input: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    def forward(self, input: torch.Tensor, weights: Any) -> torch.Tensor:
         """The corrected loss of ``input`` (n_samples, k) under ``weights`` (n_samples, k).
 
         Returns

@@ -4,6 +4,7 @@ import itertools
 import subprocess
 import sys
 
+import networkx as nx
 import numpy as np
 import pandas as pd
 import pytest
@@ -302,3 +303,157 @@ def test_package_import_does_not_import_this_module():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "NoiseAwareLoss"
+
+
+# -- regressions: weights by column name, empty batches, argument types ---------------
+def _tree_weights():
+    """A loss-weights frame on a 7-node tree (items 0..6, so names are indices)."""
+    space = ss.GraphSpace(nx.balanced_tree(2, 2))
+    prior = np.zeros(7)
+    prior[[3, 4, 5]] = [0.3, 0.3, 0.4]
+    L = np.random.default_rng(0).integers(0, 7, (40, 3))
+    W = ss.loss_weights(L, space, [0.5, 1.0, 1.5], prior, seed=0)
+    assert W.attrs["support"] == [3, 4, 5]
+    return space, W
+
+
+def test_weights_tensor_follows_column_names_not_positions_after_a_reorder():
+    space, W = _tree_weights()
+    by_hand = torch.tensor(W[["3", "4", "5"]].to_numpy())
+    R = W[["pseudolabel", "5", "4", "3"]]  # pandas keeps attrs["support"] = [3, 4, 5]
+    assert R.attrs["support"] == [3, 4, 5]
+    np.testing.assert_array_equal(
+        weights_tensor(W, support=[3, 4, 5], dtype=torch.float64), by_hand
+    )
+    for support in ([3, 4, 5], [5, 3, 4], range(7)):
+        original = weights_tensor(W, support=support, space=space)
+        reordered = weights_tensor(R, support=support, space=space)
+        torch.testing.assert_close(reordered, original, rtol=0, atol=0)
+    # the loss on the reordered frame is the loss on the weights read by name
+    logits = torch.as_tensor(np.random.default_rng(1).normal(size=(40, 3)))
+    w = weights_tensor(R, support=[3, 4, 5], space=space, dtype=torch.float64)
+    for kind in ("cross_entropy", "brier"):
+        torch.testing.assert_close(
+            noise_aware_loss(logits, w, loss=kind),
+            noise_aware_loss(logits, by_hand, loss=kind),
+        )
+    # Without the space, names "5", "4", "3" out of attrs order cannot be read: they
+    # may be reordered labels, or integer items in another order than their indices.
+    for bad in (R, W.rename(columns={"3": "5", "5": "3"})):
+        with pytest.raises(ValueError, match=r"not in the order.*Pass space="):
+            weights_tensor(bad, support=[3, 4, 5])
+    # the frame's own column order is kept when no support is asked for
+    np.testing.assert_array_equal(
+        weights_tensor(R, dtype=torch.float64), by_hand.flip(1)
+    )
+
+
+def test_weights_tensor_names_missing_and_extra_columns():
+    space, W = _tree_weights()
+    dropped = W[["pseudolabel", "4", "5"]]
+    with pytest.raises(ValueError, match=r"missing column\(s\) \['3'\], extra"):
+        weights_tensor(dropped, support=range(7), space=space)
+    with pytest.raises(ValueError, match=r"lists 3 labels \[3, 4, 5\] but it has 2"):
+        weights_tensor(dropped, support=range(7))
+    extra = W.assign(**{"6": 0.0})
+    with pytest.raises(ValueError, match=r"missing column\(s\) \[\], extra .*\['6'\]"):
+        weights_tensor(extra, support=range(7), space=space)
+
+
+def test_weights_tensor_reads_label_index_names_without_the_space():
+    # items whose strings collide: loss_weights names the columns "label_<i>"
+    items = [0, "0", 1, "1"]
+    space = ss.FiniteMetricSpace(items, 1.0 - np.eye(4))
+    L = np.random.default_rng(0).integers(0, 4, (30, 2))
+    W = ss.loss_weights(L, space, [1.0, 2.0], [0.0, 0.3, 0.3, 0.4], seed=0)
+    assert list(W.columns) == ["pseudolabel", "label_1", "label_2", "label_3"]
+    R = W[["pseudolabel", "label_3", "label_1", "label_2"]]
+    torch.testing.assert_close(
+        weights_tensor(R, support=[1, 2, 3]), weights_tensor(W, support=[1, 2, 3])
+    )
+    with pytest.raises(ValueError, match=r"missing column\(s\) \['label_2'\]"):
+        weights_tensor(R.drop(columns="label_2"), support=[1, 2, 3])
+
+
+def test_weights_tensor_integer_items_out_of_index_order():
+    # items (2, 0, 1): the column of label 0 is named "2"; names are not indices
+    space = ss.FiniteMetricSpace([2, 0, 1], 1.0 - np.eye(3))
+    L = np.random.default_rng(0).integers(0, 3, (30, 2))
+    W = ss.loss_weights(L, space, [1.0, 2.0], [0.3, 0.3, 0.4], seed=0)
+    assert list(W.columns) == ["pseudolabel", "2", "0", "1"]
+    out = weights_tensor(W, support=[0, 1, 2], space=space, dtype=torch.float64)
+    np.testing.assert_array_equal(out, W[["2", "0", "1"]].to_numpy())
+    # without the space "2" might be label 2: refuse rather than guess
+    with pytest.raises(ValueError, match="Pass space="):
+        weights_tensor(W, support=[0, 1, 2])
+
+
+@pytest.mark.parametrize("kind", LOSS_KINDS)
+@pytest.mark.parametrize("clip", [None, 0.0])
+def test_empty_batch_gives_zero_loss_and_zero_gradient(kind, clip):
+    torch.manual_seed(0)
+    net = torch.nn.Linear(4, 3)
+    distances = S_SUP if kind == "expected_distance" else None
+    crit = NoiseAwareLoss(loss=kind, distances=distances, clip=clip)
+    loss = crit(net(torch.zeros(0, 4)), torch.zeros(0, 3))
+    assert loss.shape == () and loss.item() == 0.0
+    loss.backward()
+    for p in net.parameters():
+        assert torch.equal(p.grad, torch.zeros_like(p))
+    x = torch.zeros(0, 3)
+    for reduction, shape in (("sum", ()), ("none", (0,))):
+        out = noise_aware_loss(
+            x, x, loss=kind, distances=distances, reduction=reduction, clip=clip
+        )
+        assert out.shape == shape and not torch.isnan(out).any()
+    # a non-empty batch still takes the mean
+    x1 = torch.ones(2, 3)
+    w1 = torch.tensor([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+    rows = NoiseAwareLoss(loss=kind, distances=distances, reduction="none")(x1, w1)
+    if clip is not None:
+        rows = rows.clamp(min=clip)
+    torch.testing.assert_close(crit(x1, w1), rows.mean())
+
+
+def test_array_weights_are_taken_as_ranknet_loss_takes_them(rng):
+    logits = torch.as_tensor(rng.normal(size=(6, 3)), dtype=torch.float32)
+    W = rng.normal(size=(6, 3))  # float64 numpy, like a slice of Q^-1
+    expected = noise_aware_loss(logits, torch.as_tensor(W))
+    for weights in (W, W.tolist()):
+        out = noise_aware_loss(logits, weights)
+        assert out.dtype == torch.float32
+        torch.testing.assert_close(out, expected, rtol=0, atol=0)
+    torch.testing.assert_close(NoiseAwareLoss()(logits, W), expected, rtol=0, atol=0)
+    with pytest.raises(TypeError, match="weights must be a Tensor or an array-like"):
+        noise_aware_loss(logits, [["a", "b", "c"]] * 6)
+    with pytest.raises(ValueError, match=r"got input \(6, 3\) and weights \(6, 2\)"):
+        noise_aware_loss(logits, W[:, :2])
+
+
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (torch.zeros(2, 3, dtype=torch.int64), "floating-point Tensor.*int64"),
+        (torch.zeros(2, 3, dtype=torch.bool), "floating-point Tensor.*bool"),
+        (np.zeros((2, 3)), "floating-point Tensor.*got ndarray"),
+    ],
+)
+def test_input_must_be_a_float_tensor(bad, match):
+    for kind in LOSS_KINDS:
+        distances = S_SUP if kind == "expected_distance" else None
+        with pytest.raises(ValueError, match=match):
+            noise_aware_loss(bad, torch.zeros(2, 3), loss=kind, distances=distances)
+
+
+def test_negative_distances_are_refused():
+    D = S_SUP.copy()
+    D[0, 1] = -1.0
+    with pytest.raises(ValueError, match=r"never negative; distances\[0, 1\] = -1.0"):
+        NoiseAwareLoss(loss="expected_distance", distances=D)
+    with pytest.raises(ValueError, match="never negative"):
+        noise_aware_loss(
+            torch.zeros(1, 3),
+            torch.zeros(1, 3),
+            loss="expected_distance",
+            distances=torch.as_tensor(D),
+        )

@@ -447,3 +447,29 @@ def test_exported():
 
     for name in ("PairWeights", "RankNetLoss", "pair_weights_tensor", "ranknet_loss"):
         assert name in st.__all__
+
+
+@pytest.mark.parametrize("kind", ["plain", "corrected", "soft"])
+@pytest.mark.parametrize("clip", [None, 0.0])
+def test_empty_batch_gives_zero_loss_and_zero_gradient(kind, clip):
+    torch.manual_seed(0)
+    net = torch.nn.Linear(N_FEATURES, 1)
+    scores = net(torch.zeros(0, 3, N_FEATURES)).squeeze(-1)  # (0 rows, 3 items)
+    targets = None if kind == "soft" else torch.ones(0, 3)
+    weights = torch.ones(0, 3, 2) if kind == "corrected" else None
+    soft = torch.full((0, 3), 0.5) if kind == "soft" else None
+    loss = RankNetLoss(clip=clip)(scores, targets, weights, soft=soft)
+    assert loss.shape == () and loss.item() == 0.0
+    loss.backward()
+    for p in net.parameters():
+        assert torch.equal(p.grad, torch.zeros_like(p))
+    for reduction, shape in (("sum", ()), ("none", (0,))):
+        out = ranknet_loss(
+            torch.zeros(0, 3), targets, weights, soft=soft, reduction=reduction
+        )
+        assert out.shape == shape and not torch.isnan(out).any()
+    # the mean of a non-empty batch is unchanged
+    torch.testing.assert_close(
+        ranknet_loss(torch.tensor(SCORES), TARGETS),
+        torch.tensor(_by_hand("plain")).mean().float(),
+    )
