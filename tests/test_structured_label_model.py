@@ -1,6 +1,7 @@
 """StructuredLabelModel: the Snorkel-facing finite-space label model."""
 
 import itertools
+import warnings
 
 import numpy as np
 import pytest
@@ -264,3 +265,28 @@ def test_options_an_estimator_ignores_are_refused_and_score_checks_tie_breaks():
     lm = ss.StructuredLabelModel(data.space, seed=0).fit(data.L, progress_bar=False)
     with pytest.raises(ValueError, match="tie_break_policy must be one of"):
         lm.score(data.L, data.Y, tie_break_policy="rnadom")
+
+
+@pytest.mark.parametrize("k", [4, 7])
+def test_more_components_than_true_labels_keep_the_lfs_weights(k):
+    # A 7-node tree, 3 true leaves, LFs 70% right: with n_components above 3 the
+    # tensor start is rank-deficient and the best single center is the root at
+    # theta 0, from which every EM fit stayed at theta 0 (every row got the root,
+    # accuracy 0). Extra components should get little weight, not erase the LFs.
+    import networkx as nx
+
+    rng = np.random.default_rng(0)
+    space = ss.GraphSpace(nx.balanced_tree(2, 2))
+    y = rng.choice([3, 4, 5], 400)
+    L = np.where(rng.random((400, 4)) < 0.7, y[:, None], rng.integers(0, 7, (400, 4)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lm = ss.StructuredLabelModel(space, n_components=k, seed=0).fit(
+            L, progress_bar=False
+        )
+        exact = ss.StructuredLabelModel(space, n_components=3, seed=0).fit(
+            L, progress_bar=False
+        )
+    assert np.all(lm.theta_ > 1.0)
+    acc = np.mean(lm.predict(L, tie_break_policy="random") == y)
+    assert acc >= np.mean(exact.predict(L, tie_break_policy="random") == y) - 0.02

@@ -44,6 +44,7 @@ from snorkel_structured.estimators._support_search import (
     _profile_single_center,
     _search,
     _swap,
+    informative_theta,
     prune_full_prior,
 )
 from snorkel_structured.exceptions import IdentifiabilityWarning
@@ -588,7 +589,7 @@ def _starts(
         T = np.flatnonzero(p > 0)
         th = np.asarray(init.theta, dtype=np.float64).reshape(prob.m, -1)[:, 0]
         return [("given", T, p[T] / p[T].sum(), th)]
-    tensor_ok = False
+    tensor_ok = degenerate = False
     if init in ("auto", "tensor") and sq.dense and prob.r <= _TENSOR_START_MAX:
         assert sq.S is not None
         got = _tensor_start(stats, sq.S, n_components, rng.spawn(1)[0], dependencies)
@@ -607,11 +608,17 @@ def _starts(
                     th = np.clip(
                         np.asarray(est.theta, dtype=np.float64), 0.0, sq.theta_max
                     )
+                    degenerate = not np.any(th > 0)
+                    th = informative_theta(th, sq.unit)
                     starts.append(("tensor", T, p[T] / p[T].sum(), th))
                     tensor_ok = True
-    if not tensor_ok or init == "search":
+    # A tensor start at theta 0 for every LF is degenerate (e.g. rank-deficient: a
+    # 7-node tree with 3 true labels and n_components=4 gave a support without a
+    # true label): the greedy search then competes with it, by likelihood.
+    if not tensor_ok or init == "search" or (init == "auto" and degenerate):
         C = prob.candidates()
         first, th0 = _profile_single_center(prob, C)
+        th0 = informative_theta(th0, sq.unit)
         # Random restarts only for a fixed size: with a free one the prior fitted over
         # all candidates from a uniform start (prune_full_prior) is the greedy path's
         # global alternative (without restarts: the same supports and predictions in

@@ -144,6 +144,15 @@ def _bic_penalty(prob: _Problem) -> float:
     return float(np.log(max(prob.n, 2.0)))
 
 
+def informative_theta(theta: np.ndarray, unit: float) -> np.ndarray:
+    """``theta``, or 1 per LF in the distances' unit (the next E-step a soft majority
+    vote) when every LF's is 0: there the votes say nothing about Y, so EM stays put.
+    The best single center of a tree whose truth spreads over three leaves is its
+    root, at theta 0; every support grown from it stayed at theta 0 and gave one
+    answer for every row."""
+    return theta if np.any(theta > 0) else np.full(theta.shape, 1.0 / unit)
+
+
 def _search(
     prob: _Problem,
     start: int,
@@ -174,7 +183,7 @@ def _search(
             break
         T2 = np.append(T, c)
         w2 = np.append(w * (1 - 1 / T2.size), 1 / T2.size)
-        fit = _run_em(prob, T2, w2, theta, **inner)
+        fit = _run_em(prob, T2, w2, informative_theta(theta, prob.sq.unit), **inner)
         if n_components is None and fit.ll - ll < penalty:
             break
         T, w, theta, ll = T2, fit.w, fit.theta, fit.ll
