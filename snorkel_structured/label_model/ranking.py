@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import functools
-import zlib
-from collections.abc import Iterator
+import operator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -67,7 +68,12 @@ from snorkel_structured.rankings.estimate import (
     position_weights,
     triplet_theta,
 )
-from snorkel_structured.rankings.kemeny import kemeny_rank
+from snorkel_structured.rankings.kemeny import _METHODS as _KEMENY_METHODS
+from snorkel_structured.rankings.kemeny import (
+    AUTO_EXACT_MAX_ITEMS,
+    DP_MAX_ITEMS,
+    kemeny_rank,
+)
 from snorkel_structured.spaces.rankings import Rankings
 
 __all__ = ["RankingLabelModel"]
@@ -80,15 +86,47 @@ MIN_SAMPLE_ROWS = 1000
 _STATS_CELLS = 50_000_000
 # Rows decoded at once (bounds the (rows, n, n) matrices handed to the decoder).
 _DECODE_ROWS = 2048
+# The ``decoder`` values: kemeny_rank's methods (one list, so the two cannot drift).
+DECODERS = _KEMENY_METHODS
 
 
-def _chunk_key(seed: int, block: np.ndarray) -> np.random.Generator:
-    """A generator for one chunk's sampling keys: distinct across chunks, repeatable."""
-    return np.random.default_rng([seed, zlib.crc32(np.ascontiguousarray(block).data)])
+def _dask_row_stats(
+    V: Any, to_stats: Callable[..., RankingStats], first_row: int
+) -> RankingStats:
+    """``to_stats`` of each block of rows of a Dask array, given its first row's
+    index, computed where the blocks live and added in row order.
 
+    As :func:`~snorkel_structured._chunks.reduce_stats`, which cannot tell a block
+    where its rows start: the sample's keys follow the row indices.
+    """
+    import dask
+    import dask.array as da
 
-def _is_chunked(data: Any) -> bool:
-    return is_dask_collection(data) or isinstance(data, Iterator)
+    if not isinstance(V, da.Array):
+        # A Dask DataFrame holds no (n_rows, n_lfs, n_items) votes.
+        raise ValueError(
+            f"V must be a Dask array of shape (n_rows, n_lfs, n_items); got a "
+            f"{type(V).__name__}. Convert it with .to_dask_array(lengths=True)."
+        )
+    if V.ndim >= 2:
+        V = V.rechunk({axis: -1 for axis in range(1, V.ndim)})  # whole rows
+    if any(np.isnan(size) for size in V.chunks[0]):
+        V = V.compute_chunk_sizes()
+    starts = first_row + np.concatenate([[0], np.cumsum(V.chunks[0])[:-1]])
+    parts = [
+        dask.delayed(to_stats)(block, first_row=int(start))
+        for block, start in zip(V.to_delayed().ravel(), starts, strict=True)
+    ]
+    if not parts:
+        raise ValueError("the Dask collection has no partitions.")
+    while len(parts) > 1:  # tree reduction, each sum's left part the earlier rows
+        parts = [
+            dask.delayed(operator.add)(*parts[i : i + 2])
+            if i + 1 < len(parts)
+            else parts[i]
+            for i in range(0, len(parts), 2)
+        ]
+    return dask.compute(parts[0])[0]
 
 
 class RankingLabelModel(PersistenceMixin, BaseEstimator):
@@ -124,7 +162,10 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
     max_sample_rows : int, default=10000
         Rows (a uniform random sample) the likelihood refinement and the triplets
         run on, and at most ``SAMPLE_PAIRS`` (2e6) item pairs in all (but at least
-        1,000 rows); the dependency test reads every row.
+        1,000 rows); the dependency test reads every row. A row's chance to be
+        sampled is drawn from ``seed`` and the row's index, so the sample depends
+        on the rows and their order, not on how they are split into chunks (see
+        :meth:`fit`).
     max_iter : int, default=30
         Monte Carlo EM iterations.
     dependencies : "auto", None or list of (int, int), default="auto"
@@ -141,8 +182,11 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
     decoder : {"auto", "exact_dp", "ilp", "heuristic"}, default="auto"
         How :meth:`predict` finds the weighted Kemeny ranking
         (:func:`~snorkel_structured.rankings.kemeny.kemeny_rank`): exact up to 12
-        items, insertion local search above.
+        items, insertion local search above. Checked by :meth:`fit`
+        (``"exact_dp"`` takes at most 20 items).
     seed : None, int or numpy.random.Generator, default=0
+        Randomness of the row sample (an int; otherwise 0 there) and of the Monte
+        Carlo EM.
 
     Attributes
     ----------
@@ -247,13 +291,34 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
             )
         check_scalar(self.max_sample_rows, "max_sample_rows", kind="int", low=1)
         check_scalar(self.max_iter, "max_iter", kind="int", low=1)
+        # Checked here, not first by kemeny_rank at predict: its message names its
+        # own argument ("method"), which the user never passed, and a typo would
+        # otherwise surface only after a whole fit.
+        if not isinstance(self.decoder, str) or self.decoder not in DECODERS:
+            close = (
+                difflib.get_close_matches(self.decoder, DECODERS, n=1)
+                if isinstance(self.decoder, str)
+                else []
+            )
+            raise ValueError(
+                f"decoder must be one of {DECODERS}; got {self.decoder!r}"
+                + (f" (did you mean {close[0]!r}?)" if close else "")
+                + '. "auto" (the default) decodes exactly up to '
+                f"{AUTO_EXACT_MAX_ITEMS} items and by local search above."
+            )
+        if self.decoder == "exact_dp" and self.space.n_items > DP_MAX_ITEMS:
+            raise ValueError(
+                f"decoder='exact_dp' handles at most {DP_MAX_ITEMS} items (2^n_items "
+                f"states per row); the space has {self.space.n_items}. Use "
+                "decoder='ilp' for exact rankings of longer lists, or 'auto'."
+            )
 
     def _pairwise(self, V: Any, pairwise: bool, name: str) -> PairVotes:
         """The pairwise votes, with list lengths and positions (None if pairwise)."""
         return pair_votes(V, self.space.n_items, pairwise, name)
 
     def _chunk_stats(
-        self, block: Any, pairwise: bool, n_lfs: int | None
+        self, block: Any, pairwise: bool, n_lfs: int | None, first_row: int
     ) -> RankingStats:
         S, k, pos = self._pairwise(block, pairwise, "V")
         if n_lfs is not None and S.shape[1] != n_lfs:
@@ -270,28 +335,46 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
             k,
             self.space.n_items,
             capacity=capacity,
-            seed=_chunk_key(int(seed), S),
+            # Keys by row index: the sample (and the EM's input) is the same however
+            # the rows are split into chunks; keys drawn per chunk had made the
+            # sample's order, and so the Monte Carlo EM, depend on the split.
+            seed=int(seed),
             pos=pos,
+            first_row=first_row,
         )
 
     def _collect(
-        self, V: Any, pairwise: bool, n_lfs: int | None = None
+        self, V: Any, pairwise: bool, n_lfs: int | None = None, first_row: int = 0
     ) -> RankingStats:
+        """The statistics of the rows of ``V``, the first of them row ``first_row``."""
         to_stats = functools.partial(self._chunk_stats, pairwise=pairwise, n_lfs=n_lfs)
-        if _is_chunked(V):
-            return reduce_stats(V, to_stats)
-        V = np.asarray(V)
-        # Blocks of rows bound the pairwise copies (n_rows x n_lfs x n_pairs bytes).
-        block = max(
-            1,
-            _STATS_CELLS
-            // max(np.prod(V.shape[1:]) * (1 if pairwise else self.space.n_items), 1),
-        )
-        if V.ndim != 3 or V.shape[0] <= block:
-            return to_stats(V)
-        return reduce_stats(
-            (V[i : i + block] for i in range(0, V.shape[0], block)), to_stats
-        )
+        if is_dask_collection(V):
+            return _dask_row_stats(V, to_stats, first_row)
+        if isinstance(V, Iterator):
+            chunks: Iterable[Any] = V
+        else:
+            V = np.asarray(V)
+            # Blocks of rows bound the pairwise copies (n_rows x n_lfs x n_pairs bytes).
+            block = max(
+                1,
+                _STATS_CELLS
+                // max(
+                    np.prod(V.shape[1:]) * (1 if pairwise else self.space.n_items), 1
+                ),
+            )
+            if V.ndim != 3 or V.shape[0] <= block:
+                return to_stats(V, first_row=first_row)
+            chunks = (V[i : i + block] for i in range(0, V.shape[0], block))
+        # reduce_stats consumes the chunks in order, one at a time: each learns its
+        # first row's index from the rows before it.
+        next_row = [first_row]
+
+        def row_stats(chunk: np.ndarray) -> RankingStats:
+            stats = to_stats(chunk, first_row=next_row[0])
+            next_row[0] += stats.n_rows
+            return stats
+
+        return reduce_stats(chunks, row_stats)
 
     # -- fitting -------------------------------------------------------------------------
     def fit(
@@ -321,6 +404,17 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
         Returns
         -------
         self : RankingLabelModel
+
+        Notes
+        -----
+        The same rows in the same order give the same fit (bit for bit, with an int
+        ``seed``) whether ``V`` is one array, an iterator of its chunks or a Dask
+        array, and as :meth:`partial_fit` over its chunks in order: the statistics
+        are sums of integer counts, exact in any split, and the row sample is keyed
+        by each row's index, so the Monte Carlo EM runs on the same rows in the same
+        order. Reordering the rows changes the sample (when there are more rows
+        than it holds) and the order in which the EM visits them, so the estimates
+        then move within their Monte Carlo error.
         """
         self._check_params()
         self._pairwise_input = bool(pairwise)
@@ -339,8 +433,10 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
 
         The statistics (pairwise agreement sums and a bounded random sample of rows)
         add across chunks, so memory stays bounded however many rows stream through.
-        A dev-row choice made by ``fit`` is dropped (the unsupervised weights are
-        used).
+        The chunk's rows are numbered after those already seen, so after the last
+        chunk the model equals :meth:`fit` on all the rows in the same order (bit for
+        bit, with an int ``seed``; see :meth:`fit`'s Notes). A dev-row choice made
+        by ``fit`` is dropped (the unsupervised weights are used).
         """
         self._check_params()
         fitted = hasattr(self, "stats_")
@@ -349,8 +445,13 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
         if fitted and pairwise != self._pairwise_input:
             raise ValueError("partial_fit got votes of another form than fit.")
         self._pairwise_input = bool(pairwise)
-        stats = self._collect(V_chunk, pairwise, self.n_lfs_ if fitted else None)
-        return self._fit_stats(self.stats_ + stats if fitted else stats)
+        if not fitted:
+            return self._fit_stats(self._collect(V_chunk, pairwise))
+        # The chunk's rows follow those already seen, as in one fit on all of them.
+        stats = self._collect(
+            V_chunk, pairwise, self.n_lfs_, first_row=self.stats_.n_rows
+        )
+        return self._fit_stats(self.stats_ + stats)
 
     def _fit_stats(self, stats: RankingStats) -> RankingLabelModel:
         m = stats.n_lfs

@@ -28,7 +28,9 @@ Estimation, in two steps:
 :class:`RankingStats` holds what a pass over the rows yields: the pairwise agreement
 sums (for the dependency test) and a bottom-k sample of rows by random key (for the
 triplets and the EM). Both add across chunks, so ``partial_fit`` and Dask reduce by
-``+``.
+``+``; a row's key depends on the seed and the row's index alone
+(:func:`row_keys`), so the chunks of one array add up to the statistics of the whole
+array, sample and sample order included, and the EM sees the same input.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ __all__ = [
     "logistic_fit",
     "pair_signs",
     "position_weights",
+    "row_keys",
     "theta_from_rate",
     "triplet_theta",
 ]
@@ -68,6 +71,37 @@ __all__ = [
 NOISE_MODELS = ("mallows", "pairwise", "position")
 # Rows the agreement sums process at once (bounds the float32 copies of S).
 _CHUNK_ROWS = 4096
+# float32 holds every integer up to 2^24 exactly: a block's sums of +-1 and 0 terms
+# stay exact (and so do not depend on how the rows are split into blocks or chunks)
+# while the block holds at most this many (row, pair) instances.
+_F32_EXACT = 2**24
+
+
+def _exact_blocks(n_pairs: int) -> tuple[int, type]:
+    """Rows per block and the float type in which a block's counts are exact."""
+    if n_pairs > _F32_EXACT:  # over 5,793 items: one row alone could round
+        return 1, np.float64
+    return max(1, min(_CHUNK_ROWS, _F32_EXACT // max(n_pairs, 1))), np.float32
+
+
+def row_keys(seed: Any, first_row: int, n_rows: int) -> np.ndarray:
+    """Random keys in [0, 1) of the rows ``first_row`` ... ``first_row + n_rows - 1``.
+
+    They are those draws of one counter-based (Philox) stream keyed by ``seed``: with
+    an int seed a row's key is a function of the seed and the row's index alone, so
+    the keys of an array's chunks, each passed its first row's index, are the keys of
+    the whole array. A Generator or None seeds a stream of its own per call.
+    """
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        check_seed(seed)  # the same errors as everywhere else (e.g. a negative seed)
+    else:
+        seed = check_seed(seed).integers(2**63)
+    bits = np.random.Philox(int(seed))
+    # Philox's counter steps over 4 draws at a time: skip the blocks, then the rest.
+    bits.advance(first_row // 4)
+    rng = np.random.Generator(bits)
+    rng.random(first_row % 4)
+    return rng.random(n_rows)
 
 
 def theta_from_rate(
@@ -98,7 +132,8 @@ class RankingStats:
         Rows on which each LF lists k items (None for pairwise votes).
     sample_S : ndarray of int8 of shape (n_sample, n_lfs, n_pairs)
         The rows with the smallest random keys (a uniform sample without
-        replacement, kept so across chunks).
+        replacement, kept so across chunks), in the order of their keys (ties: by
+        row index).
     sample_k : ndarray of int of shape (n_sample, n_lfs) or None
     sample_keys : ndarray of shape (n_sample,)
     capacity : int
@@ -129,25 +164,30 @@ class RankingStats:
         capacity: int = 20000,
         seed: Any = None,
         pos: np.ndarray | None = None,
+        first_row: int = 0,
     ) -> RankingStats:
         """Statistics of one chunk of pairwise votes ``S`` (n_rows, n_lfs, n_pairs).
 
         ``k`` (n_rows, n_lfs) holds each vote's list length and ``pos`` (n_rows,
         n_lfs, n_items) its item positions (both None: pairwise votes).
+        ``first_row`` is the index of the chunk's first row among all the rows: with
+        an int ``seed``, the sampling keys (:func:`row_keys`) then follow the rows,
+        and chunks added in order equal the statistics of all their rows at once.
         """
-        rng = check_seed(seed)
-        n_rows, m, _ = S.shape
+        n_rows, m, n_p = S.shape
         agree = np.zeros((m, m))
         both = np.zeros((m, m))
-        for start in range(0, n_rows, _CHUNK_ROWS):
-            X = S[start : start + _CHUNK_ROWS].transpose(1, 0, 2).reshape(m, -1)
-            Xf = X.astype(np.float32)
+        block, dtype = _exact_blocks(n_p)
+        for start in range(0, n_rows, block):
+            X = S[start : start + block].transpose(1, 0, 2).reshape(m, -1)
+            Xf = X.astype(dtype)
             agree += (Xf @ Xf.T).astype(np.float64)
             Af = np.abs(Xf)
             both += (Af @ Af.T).astype(np.float64)
         k_counts = None if k is None else k_histogram(k, n_items)
-        keys = rng.random(n_rows)
-        keep = np.argsort(keys)[:capacity]
+        keys = row_keys(seed, first_row, n_rows)
+        # Stable: equal keys keep the row order, as __add__ keeps it across chunks.
+        keep = np.argsort(keys, kind="stable")[:capacity]
         return cls(
             n_items=n_items,
             n_lfs=m,
@@ -170,9 +210,11 @@ class RankingStats:
             )
         if (self.k_counts is None) != (other.k_counts is None):
             raise ValueError("cannot add statistics of list votes to pairwise votes.")
+        # ``self`` holds the earlier rows (partial_fit, chunks and Dask add in row
+        # order): a stable sort breaks ties between keys by row, as one chunk would.
         keys = np.concatenate([self.sample_keys, other.sample_keys])
         capacity = min(self.capacity, other.capacity)
-        keep = np.argsort(keys)[:capacity]
+        keep = np.argsort(keys, kind="stable")[:capacity]
         S = np.concatenate([self.sample_S, other.sample_S])[keep]
         k = (
             None
@@ -211,9 +253,10 @@ def _third_order(S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     m = S.shape[1]
     T = np.zeros((m, m, m))
     N = np.zeros((m, m, m))
-    for start in range(0, S.shape[0], _CHUNK_ROWS):
-        X = S[start : start + _CHUNK_ROWS].transpose(1, 0, 2).reshape(m, -1)
-        Xf = X.astype(np.float32)
+    block, dtype = _exact_blocks(S.shape[2])
+    for start in range(0, S.shape[0], block):
+        X = S[start : start + block].transpose(1, 0, 2).reshape(m, -1)
+        Xf = X.astype(dtype)
         Af = np.abs(Xf)
         for c in range(m):
             T[:, :, c] += (Xf * Af[c]) @ Xf.T
