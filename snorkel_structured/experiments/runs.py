@@ -35,8 +35,10 @@ def _fit(
     """
     t0 = time.perf_counter()
     # The paper's setups put the prior on a few centers: its few-centers prior
-    # ("search"), not the whole-space default meant for unseen real data.
-    params.setdefault("prior_support", "search")
+    # ("search"), not the whole-space default meant for unseen real data. (The
+    # tensor decomposition finds its own support and takes no prior_support.)
+    if estimator != "tensor":
+        params.setdefault("prior_support", "search")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         lm = ss.StructuredLabelModel(
