@@ -49,6 +49,37 @@ def _shown(x: Any) -> Any:
     return x.item() if isinstance(x, np.generic) else x
 
 
+def check_lf_weights(weights: Any, n_lfs: int, unlabeled: str) -> np.ndarray:
+    """LF weights as a fresh (n_lfs,) float64 array: finite, non-negative, with a
+    positive entry (a weight of 0 counts as abstaining, so all zero would ignore
+    every LF; ``unlabeled`` says what every row then becomes)."""
+    try:
+        w = np.array(weights, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"weights must be {n_lfs} finite non-negative numbers (one per LF); got "
+            f"{weights!r}."
+        ) from None
+    if w.shape != (n_lfs,):
+        raise ValueError(
+            f"weights must be {n_lfs} finite non-negative numbers (one per LF); got "
+            f"shape {w.shape}."
+        )
+    bad = ~np.isfinite(w) | (w < 0)
+    if bad.any():
+        a = int(np.argmax(bad))
+        raise ValueError(
+            f"weights must be finite and non-negative; weights[{a}] is {float(w[a])!r}."
+        )
+    if not (w > 0).any():
+        raise ValueError(
+            f"weights must have a positive entry; got all {n_lfs} zero, which ignores "
+            f"every LF and leaves every row {unlabeled}. Pass weights=None for equal "
+            "weights."
+        )
+    return w
+
+
 def check_seed(seed: None | int | np.random.Generator) -> np.random.Generator:
     """Turn ``seed`` into a ``numpy.random.Generator``.
 

@@ -30,7 +30,12 @@ from typing import Any
 import numpy as np
 
 from snorkel_structured import _warnings
-from snorkel_structured._validation import ABSTAIN, check_label_matrix, check_seed
+from snorkel_structured._validation import (
+    ABSTAIN,
+    check_label_matrix,
+    check_lf_weights,
+    check_seed,
+)
 from snorkel_structured.spaces.finite import FiniteMetricSpace
 from snorkel_structured.spaces.permutations import Permutations
 
@@ -49,32 +54,7 @@ def _weights(weights: Any, m: int) -> np.ndarray:
     """``weights`` as a fresh (m,) float64 array: finite, non-negative, one positive."""
     if weights is None:
         return np.ones(m)
-    try:
-        w = np.array(weights, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"weights must be {m} finite non-negative numbers (one per LF); got "
-            f"{weights!r}."
-        ) from None
-    if w.shape != (m,):
-        raise ValueError(
-            f"weights must be {m} finite non-negative numbers (one per LF); got shape "
-            f"{w.shape}."
-        )
-    bad = ~np.isfinite(w) | (w < 0)
-    if bad.any():
-        a = int(np.argmax(bad))
-        raise ValueError(
-            f"weights must be finite and non-negative; weights[{a}] is {float(w[a])!r}."
-        )
-    if not (w > 0).any():
-        # A weight of 0 counts as abstaining: all zero would leave every row unlabeled.
-        raise ValueError(
-            f"weights must have a positive entry; got all {m} zero, which ignores "
-            "every LF and leaves every row unlabeled (-1). Pass weights=None for "
-            "equal weights."
-        )
-    return w
+    return check_lf_weights(weights, m, "unlabeled (-1)")
 
 
 def _checked(

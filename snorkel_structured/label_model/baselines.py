@@ -18,6 +18,7 @@ from snorkel_structured import _warnings
 from snorkel_structured._validation import (
     ABSTAIN,
     check_label_matrix,
+    check_lf_weights,
     check_manifold_outputs,
 )
 from snorkel_structured.aggregators import (
@@ -213,33 +214,7 @@ class ManifoldMeanVoter(BaseEstimator):
         """``weights`` as a fresh (n_lfs,) float64 array, or None for equal weights."""
         if self.weights is None:
             return None
-        try:
-            w = np.array(self.weights, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"weights must be {n_lfs} finite non-negative numbers (one per LF); "
-                f"got {self.weights!r}."
-            ) from None
-        if w.shape != (n_lfs,):
-            raise ValueError(
-                f"weights must be {n_lfs} finite non-negative numbers (one per LF); "
-                f"got shape {w.shape}."
-            )
-        bad = ~np.isfinite(w) | (w < 0)
-        if bad.any():
-            a = int(np.argmax(bad))
-            raise ValueError(
-                f"weights must be finite and non-negative; weights[{a}] is "
-                f"{float(w[a])!r}."
-            )
-        if not (w > 0).any():
-            # every mean would be NaN: the weights say "ignore every LF"
-            raise ValueError(
-                f"weights must have a positive entry; got all {n_lfs} zero, which "
-                "ignores every LF and leaves every row unlabeled (NaN). Pass "
-                "weights=None for equal weights."
-            )
-        return w
+        return check_lf_weights(self.weights, n_lfs, "unlabeled (NaN)")
 
     def fit(self, X: Any, y: Any = None) -> ManifoldMeanVoter:
         """Check ``X`` (n_samples, n_lfs, ambient_dim) and record ``n_lfs_``; returns self.

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from snorkel_structured._validation import check_scalar
+from snorkel_structured._validation import check_lf_weights, check_scalar
 from snorkel_structured.rankings._votes import check_votes, vote_positions
 
 __all__ = [
@@ -58,32 +58,7 @@ def _check_weights(weights: Any, n_lfs: int, n_items: int) -> np.ndarray:
     ones."""
     if weights is None:
         return np.ones(n_lfs, dtype=np.float64)
-    w = np.asarray(weights)
-    if w.dtype == object or not (
-        np.issubdtype(w.dtype, np.integer) or np.issubdtype(w.dtype, np.floating)
-    ):
-        raise ValueError(
-            f"weights must be a numeric array of shape ({n_lfs},); got dtype {w.dtype}."
-        )
-    if w.shape != (n_lfs,):
-        raise ValueError(
-            f"weights must have shape (n_lfs,) = ({n_lfs},), one per LF; got shape "
-            f"{w.shape}."
-        )
-    w = w.astype(np.float64)
-    bad = ~np.isfinite(w) | (w < 0)
-    if bad.any():
-        a = int(np.argmax(bad))
-        raise ValueError(
-            f"weights[{a}] = {float(w[a])!r}; LF weights must be finite and non-negative."
-        )
-    if not (w > 0).any():
-        # A weight of 0 counts as abstaining: all zero would ignore every vote.
-        raise ValueError(
-            f"weights are all 0 (n_lfs = {n_lfs}); at least one LF weight must be "
-            "positive, since a weight of 0 ignores the LF and every row would come "
-            "back in id order. Pass weights=None for equal weights."
-        )
+    w = check_lf_weights(weights, n_lfs, "in id order")
     with np.errstate(over="ignore"):
         top = float(w.sum()) * max(n_items - 1, 1)
     if not top <= _MAX_TOTAL:
