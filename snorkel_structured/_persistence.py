@@ -41,6 +41,7 @@ import math
 import os
 import pickle
 import re
+import reprlib
 import zipfile
 from collections.abc import Sequence
 from typing import Any
@@ -110,7 +111,11 @@ def _kind(value: Any) -> str:
 def _read_npz(source: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """The header and arrays of a model archive; ValueError for anything else."""
     try:
-        with np.load(source, allow_pickle=False) as npz:
+        # Open the file here, not in np.load: when the zip directory is unreadable
+        # (a truncated file), np.load has already handed its own file handle to
+        # NpzFile, whose constructor fails before anything can close it, so the
+        # handle leaked (ResourceWarning). Our ``with`` closes it on every path.
+        with open(source, "rb") as f, np.load(f, allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
     except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as e:
         raise ValueError(
@@ -164,6 +169,60 @@ def _check_versions(header: dict[str, Any], source: str) -> None:
             f"version ({_library_version()}); its state may mean something this "
             "version does not know. Upgrade snorkel_structured to load it."
         )
+
+
+# set attribute by attribute: Repr takes keyword arguments only from Python 3.12
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = _SHORT.maxother = 40
+_SHORT.maxtuple = _SHORT.maxlist = 6
+
+
+def _short(value: Any) -> str:
+    """``repr(value)``, cut short: items can be long tuples or strings."""
+    return _SHORT.repr(value)
+
+
+def _space_difference(theirs: Any, mine: Any) -> str:
+    """What differs between two unequal spaces that print the same (one clause).
+
+    Finite spaces are compared item by item, then distance by distance, and the
+    first difference is named: never the whole items or distance matrix, which can
+    have millions of entries.
+    """
+    if type(theirs) is not type(mine):
+        return (
+            f"the file's space is a {_qualname(type(theirs))}, this model's a "
+            f"{_qualname(type(mine))}"
+        )
+    if not hasattr(theirs, "items") or not hasattr(theirs, "distance_matrix"):
+        return "the two spaces are not equal, though they print the same"
+    items_a, items_b = tuple(theirs.items), tuple(mine.items)
+    if len(items_a) != len(items_b):
+        return f"the file's space has {len(items_a)} items, this model's {len(items_b)}"
+    if items_a != items_b:
+        i = next(
+            k for k, (a, b) in enumerate(zip(items_a, items_b, strict=True)) if a != b
+        )
+        how = "in another order" if set(items_a) == set(items_b) else "differ"
+        return (
+            f"the items {how}: item {i} is {_short(items_a[i])} in the file and "
+            f"{_short(items_b[i])} here"
+        )
+    D_a = np.asarray(theirs.distance_matrix)
+    D_b = np.asarray(mine.distance_matrix)
+    differ = ~((D_a == D_b) | (np.isnan(D_a) & np.isnan(D_b)))
+    if not differ.any():  # FiniteMetricSpace compares the matrices' bytes
+        return (
+            "the items are the same and the distances differ only in their bytes "
+            f"(dtype {D_a.dtype} in the file, {D_b.dtype} here; or -0.0 against 0.0)"
+        )
+    i, j = (int(k) for k in np.argwhere(differ)[0])
+    # e.g. two graphs on the same nodes with other edges or edge weights
+    return (
+        f"the items are the same but {int(differ.sum())} of the {D_a.size} distances "
+        f"differ, e.g. d({_short(items_a[i])}, {_short(items_a[j])}) is "
+        f"{D_a[i, j]:.6g} in the file and {D_b[i, j]:.6g} here"
+    )
 
 
 # -- state checks for the _validate_state hooks ----------------------------------------------
@@ -453,11 +512,21 @@ class PersistenceMixin:
 
     def _check_space(self, path: str, space: Any) -> None:
         mine = getattr(self, "space", None)
-        if space != mine:
+        if space == mine:
+            return
+        name = type(self).__name__
+        if repr(space) != repr(mine):
             raise ValueError(
-                f"{path!r} holds a {type(self).__name__} on {space!r}, but this model's "
+                f"{path!r} holds a {name} on {space!r}, but this model's "
                 f"space is {mine!r}. Load it into a model built on {space!r}."
             )
+        # Equal reprs (e.g. two GraphSpace(n_labels=4) on different graphs): the
+        # message above would contradict itself, so say what differs instead.
+        raise ValueError(
+            f"{path!r} holds a {name} on a different {space!r} than this model's: "
+            f"{_space_difference(space, mine)}. Load it into a model built on the "
+            "space the file was saved with."
+        )
 
     def _check_state(self, new: Any, path: str) -> None:
         """The class's state checks (``_validate_state``) on a loaded fitted instance."""

@@ -1,5 +1,7 @@
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -90,7 +92,9 @@ def test_seeds_are_repeatable(tmp_path):
 
 
 def test_parse_seeds_and_help(capsys):
-    assert cli._parse_seeds(["0-2", "5,7"]) == [0, 1, 2, 5, 7]
+    args = cli.build_parser().parse_args(["reproduce", "all", "--seeds", "0-2", "5,7"])
+    assert cli._parse_seeds(args.seeds) == [0, 1, 2, 5, 7]
+    assert cli._parse_seeds(None) is None
     with pytest.raises(SystemExit):
         cli.main(["reproduce", "--help"])
     text = capsys.readouterr().out
@@ -102,3 +106,121 @@ def test_parse_seeds_and_help(capsys):
         text=True,
     )
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("values", "seeds"),
+    [
+        (["3"], [3]),
+        (["0-2"], [0, 1, 2]),
+        (["4-4"], [4]),
+        (["0", "1", "2"], [0, 1, 2]),
+        (["0,3,5-7"], [0, 3, 5, 6, 7]),
+        (["0,"], [0]),  # a stray comma, accepted as before
+        ([" 1 - 2 "], [1, 2]),
+    ],
+)
+def test_seed_forms_that_parse(values, seeds):
+    for command in (["reproduce", "hyperbolic"], ["benchmark"]):
+        args = cli.build_parser().parse_args([*command, "--seeds", *values])
+        assert cli._parse_seeds(args.seeds) == seeds
+
+
+# Each bad value is a usage error (exit 2) naming the option, with no traceback and
+# before any run: these ended in int()'s ValueError, or (an empty range) in a pandas
+# AttributeError after the runs.
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["reproduce", "hyperbolic", "--seeds", "abc"],
+            "argument --seeds: invalid seed 'abc'",
+        ),
+        (
+            ["reproduce", "hyperbolic", "--seeds", "1-2-3"],
+            "argument --seeds: invalid seed '1-2-3'",
+        ),
+        (
+            ["reproduce", "hyperbolic", "--seeds", "-1"],
+            "seeds are non-negative integers",
+        ),
+        (["reproduce", "hyperbolic", "--seeds", "0,-1"], "invalid seed '-1'"),
+        (["reproduce", "hyperbolic", "--seeds", "3-"], "invalid seed '3-'"),
+        (
+            ["reproduce", "ranking-recovery", "--seeds", "5-2"],
+            "the range '5-2' holds no seeds; write the lower seed first (2-5)",
+        ),
+        (
+            ["reproduce", "hyperbolic", "--seeds", ","],
+            "argument --seeds: no seeds in ','",
+        ),
+        (["benchmark", "--seeds", "x"], "argument --seeds: invalid seed 'x'"),
+        (
+            ["reproduce", "hyperbolic", "--sizes", "0"],
+            "argument --sizes: invalid sample size '0': sizes are positive integers",
+        ),
+        (["reproduce", "hyperbolic", "--sizes", "-5"], "invalid sample size '-5'"),
+        (["reproduce", "hyperbolic", "--sizes", "1e3"], "invalid sample size '1e3'"),
+        (
+            ["reproduce", "hyperbolic", "--out", "/dev/null/x"],
+            "argument --out: cannot create the folder '/dev/null/x'",
+        ),
+        (
+            ["benchmark", "--out", "/dev/null/x"],
+            "argument --out: cannot create the folder",
+        ),
+    ],
+)
+def test_bad_arguments_are_usage_errors(argv, message, capsys, monkeypatch):
+    monkeypatch.setattr(cli, "run_experiment", _must_not_run)
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([*argv, "--no-progress"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err
+    if "--seeds" in message:  # says which forms are accepted
+        assert "a range (0-9)" in err or "lower seed first" in err
+
+
+def _must_not_run(*args, **kwargs):
+    raise AssertionError("a run started despite a bad argument")
+
+
+def test_out_that_is_a_file_is_a_usage_error(tmp_path, capsys):
+    a_file = tmp_path / "results.csv"
+    a_file.write_text("")
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["reproduce", "hyperbolic", "--out", str(a_file)])
+    assert exit_info.value.code == 2
+    assert "exists and is not a folder" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["reproduce", "hyperbolic"], ["benchmark"]])
+def test_out_that_refuses_files_fails_in_one_line_before_any_run(
+    command, tmp_path, capsys, monkeypatch
+):
+    # What os.access cannot see (root, /proc, a read-only mount): the folder refuses
+    # new files. Simulated, since a test run as root can write anywhere.
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "NamedTemporaryFile", refuse)
+    monkeypatch.setattr(cli, "run_experiment", _must_not_run)
+    import snorkel_structured.experiments.benchmark as benchmark
+
+    monkeypatch.setattr(benchmark, "run_benchmark", _must_not_run)
+    out = tmp_path / "out"
+    assert cli.main([*command, "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"error: cannot write into --out {str(out)!r} (Permission denied)" in err
+
+
+def test_out_default_and_given_are_paths(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    parser = cli.build_parser()
+    assert parser.parse_args(["benchmark"]).out == Path("results")
+    given = parser.parse_args(["reproduce", "all", "--out", str(tmp_path / "a" / "b")])
+    assert given.out == tmp_path / "a" / "b"
+    assert not (tmp_path / "a").exists()  # parsing creates nothing

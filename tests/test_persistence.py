@@ -1,6 +1,7 @@
 """save/load of the four estimators: exact round trips, a safe format, clear refusals."""
 
 import copy
+import gc
 import io
 import json
 import pickle
@@ -358,6 +359,72 @@ def test_a_different_space_is_refused(structured_lm, manifold_lm, tmp_path):
         ValueError, match="holds a snorkel_structured.label_model.manifold"
     ):
         ss.StructuredLabelModel(ss.Permutations(4)).load(tmp_path / "h2.model")
+
+
+def test_a_different_space_that_prints_the_same_says_what_differs(tmp_path):
+    # Both spaces print as GraphSpace(n_labels=4): the message used to read "on
+    # GraphSpace(n_labels=4), but this model's space is GraphSpace(n_labels=4)".
+    path = tmp_path / "path4.model"
+    ss.StructuredLabelModel(ss.GraphSpace(nx.path_graph(4))).save(path)
+    star = ss.StructuredLabelModel(ss.GraphSpace(nx.star_graph(3)))
+    with pytest.raises(ValueError) as info:
+        star.load(path)
+    message = str(info.value)
+    assert "on a different GraphSpace(n_labels=4) than this model's" in message
+    assert (
+        "the items are the same but 8 of the 16 distances differ, e.g. d(0, 2) is 2 "
+        "in the file and 1 here"
+    ) in message
+    assert star.space == ss.GraphSpace(nx.star_graph(3))  # unchanged
+    # other items, the same items in another order
+    named = ss.GraphSpace(nx.relabel_nodes(nx.path_graph(4), dict(enumerate("abcd"))))
+    with pytest.raises(
+        ValueError, match="the items differ: item 0 is 0 in the file and 'a' here"
+    ):
+        ss.StructuredLabelModel(named).load(path)
+    D = np.ones((3, 3)) - np.eye(3)
+    ss.StructuredLabelModel(ss.FiniteMetricSpace("xyz", D)).save(path)
+    with pytest.raises(
+        ValueError,
+        match="the items in another order: item 0 is 'x' in the file and 'z' here",
+    ):
+        ss.StructuredLabelModel(ss.FiniteMetricSpace("zyx", D)).load(path)
+
+
+def test_the_space_difference_names_one_entry_not_the_arrays(tmp_path):
+    path = tmp_path / "long.model"
+    long_items = [f"item number {i} " + "x" * 100 for i in range(300)]
+    graph = nx.relabel_nodes(nx.path_graph(300), dict(enumerate(long_items)))
+    ss.StructuredLabelModel(ss.GraphSpace(graph)).save(path)
+    graph.add_edge(long_items[0], long_items[299])  # a cycle now: other distances
+    with pytest.raises(ValueError, match="distances differ") as info:
+        ss.StructuredLabelModel(ss.GraphSpace(graph)).load(path)
+    assert len(str(info.value)) < 500
+
+
+def test_a_truncated_file_is_closed_after_the_error(structured_lm, tmp_path):
+    # np.load handed its file to NpzFile, whose constructor failed on the damaged zip
+    # directory before anything could close it: a ResourceWarning when collected.
+    good = tmp_path / "good.model"
+    structured_lm.save(good)
+    path = tmp_path / "truncated.model"
+    path.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+
+    def load():
+        try:
+            ss.StructuredLabelModel(structured_lm.space).load(path)
+        except ValueError as e:
+            return str(e)
+        raise AssertionError("a truncated file loaded")
+
+    with warnings.catch_warnings(record=True) as caught:
+        # an unclosed file warns from its __del__, where an "error" filter could only
+        # print: record the warnings instead
+        warnings.simplefilter("always", ResourceWarning)
+        assert "damaged or truncated" in load()
+        gc.collect()
+    leaks = [w for w in caught if issubclass(w.category, ResourceWarning)]
+    assert not leaks, [str(w.message) for w in leaks]
 
 
 # -- broken files ------------------------------------------------------------------------------

@@ -10,7 +10,9 @@ snorkel-structured benchmark --quick --out results/
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,18 +57,119 @@ GRIDS = {
 }
 
 
-def _parse_seeds(values: list[str] | None) -> list[int] | None:
+SEED_FORMS = "a seed (3), a range (0-9) or a comma-separated list of these (0,3,5-7)"
+
+
+def _seed_list(text: str) -> list[int]:
+    """argparse type of ``--seeds``: one value ('3', '0-9', '0,3,5-7') as its seeds.
+
+    Raises ``ArgumentTypeError`` (argparse turns it into a usage error naming
+    ``--seeds``) for anything else, before a single run starts: a bad seed used to
+    surface as a traceback from ``int()``, and an empty range as a pandas error
+    after the runs.
+    """
+    seeds: list[int] = []
+    for raw in text.split(","):
+        part = raw.strip()
+        if not part:  # '0,' or '0,,1': a stray comma, as before
+            continue
+        if part.startswith("-"):
+            raise argparse.ArgumentTypeError(
+                f"invalid seed {part!r}: seeds are non-negative integers; write "
+                f"{SEED_FORMS}."
+            )
+        bounds = part.split("-")
+        try:
+            numbers = [int(b) for b in bounds]
+        except ValueError:
+            numbers = []
+        if not numbers or len(numbers) > 2:
+            raise argparse.ArgumentTypeError(
+                f"invalid seed {part!r}; write {SEED_FORMS}."
+            )
+        if len(numbers) == 1:
+            seeds.append(numbers[0])
+            continue
+        lo, hi = numbers
+        if lo > hi:
+            raise argparse.ArgumentTypeError(
+                f"the range {part!r} holds no seeds; write the lower seed first "
+                f"({hi}-{lo})."
+            )
+        seeds.extend(range(lo, hi + 1))
+    if not seeds:
+        raise argparse.ArgumentTypeError(f"no seeds in {text!r}; write {SEED_FORMS}.")
+    return seeds
+
+
+def _parse_seeds(values: list[list[int]] | None) -> list[int] | None:
+    """The seeds of all ``--seeds`` values (lists by now), in order; None if none."""
     if not values:
         return None
-    seeds: list[int] = []
-    for v in values:
-        for part in v.split(","):
-            if "-" in part:
-                lo, hi = part.split("-")
-                seeds.extend(range(int(lo), int(hi) + 1))
-            elif part:
-                seeds.append(int(part))
-    return seeds
+    return [seed for value in values for seed in value]
+
+
+def _sample_size(text: str) -> int:
+    """argparse type of ``--sizes``: a positive integer."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = None
+    if n is None or n < 1:
+        raise argparse.ArgumentTypeError(
+            f"invalid sample size {text!r}: sizes are positive integers, e.g. "
+            "'--sizes 1000 10000'."
+        )
+    return n
+
+
+def _output_folder(text: str) -> Path:
+    """argparse type of ``--out``: a folder that exists or can be created, writable.
+
+    Checked when the arguments are parsed, so that a typo fails at once instead of
+    with a traceback after minutes of runs; nothing is created here.
+    """
+    out = Path(text)
+    if os.path.exists(out) and not out.is_dir():
+        raise argparse.ArgumentTypeError(
+            f"{text!r} exists and is not a folder; give a folder to write into."
+        )
+    # The nearest existing folder is where the results (or the missing folders
+    # leading to them) would be created: it must be a writable folder.
+    # os.path.exists, not Path.exists: it returns False for a path it may not
+    # inspect instead of raising PermissionError.
+    existing = out.absolute()
+    while not os.path.exists(existing) and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise argparse.ArgumentTypeError(
+            f"cannot create the folder {text!r}: {str(existing)!r} is not a folder."
+        )
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(
+            f"cannot write into {text!r}: {str(existing)!r} is not writable; choose "
+            "another --out folder."
+        )
+    return out
+
+
+def _cannot_write(out: Path) -> str | None:
+    """Create ``out`` and a scratch file in it; None if that works, else why not.
+
+    ``_output_folder`` checks at parse time without creating anything, but it trusts
+    ``os.access``, which says yes to root for any folder (even under /proc): this
+    makes sure, before minutes of runs whose results could not be written.
+    """
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out):
+            pass
+    except OSError as e:
+        return (
+            f"cannot write into --out {str(out)!r} ({e.strerror or e}); choose "
+            "another folder."
+        )
+    return None
 
 
 def _progress(enabled: bool, desc: str) -> Any:
@@ -196,8 +299,9 @@ def _add_output_options(command: argparse.ArgumentParser) -> None:
     """``--out`` and ``--no-progress``, shared by the commands that write results."""
     command.add_argument(
         "--out",
-        type=Path,
-        default=Path("results"),
+        type=_output_folder,
+        # a string, so that argparse checks the default with _output_folder too
+        default="results",
         help="output folder (default: results/)",
     )
     command.add_argument(
@@ -234,13 +338,14 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument(
         "--seeds",
         nargs="+",
+        type=_seed_list,
         metavar="S",
-        help="seeds, e.g. '0 1 2' or '0-9' (default: the grid's)",
+        help="seeds, e.g. '0 1 2', '0-9' or '0,3,5-7' (default: the grid's)",
     )
     rep.add_argument(
         "--sizes",
         nargs="+",
-        type=int,
+        type=_sample_size,
         metavar="N",
         help="override the grid's sample sizes",
     )
@@ -268,8 +373,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--seeds",
         nargs="+",
+        type=_seed_list,
         metavar="S",
-        help="seeds, e.g. '0 1 2' or '0-4' (default: 0-2, or 0 with --quick)",
+        help="seeds, e.g. '0 1 2', '0-4' or '0,3' (default: 0-2, or 0 with --quick)",
     )
     _add_output_options(bench)
     return parser
@@ -289,6 +395,10 @@ def run_benchmark_command(args: argparse.Namespace) -> int:
             f"unknown task(s) {unknown}; choose from {sorted([*TASKS, *LIST_TASKS])}.",
             file=sys.stderr,
         )
+        return 2
+    problem = _cannot_write(args.out)
+    if problem:
+        print(f"snorkel-structured benchmark: error: {problem}", file=sys.stderr)
         return 2
     t0 = time.perf_counter()
     seeds = _parse_seeds(args.seeds)
@@ -324,6 +434,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "benchmark":
         return run_benchmark_command(args)
+    problem = _cannot_write(args.out)
+    if problem:
+        print(f"snorkel-structured reproduce: error: {problem}", file=sys.stderr)
+        return 2
     import pandas as pd
 
     names = EXPERIMENTS if args.experiment == "all" else (args.experiment,)
