@@ -257,8 +257,23 @@ def check_label_matrix(
     n_lfs : int, optional
         Exact number of columns required (e.g. the number a model was fitted with).
     """
-    if hasattr(L, "to_numpy"):  # pandas DataFrame
-        L = L.to_numpy()
+    if hasattr(L, "toarray") and hasattr(L, "nnz"):  # SciPy sparse: 0 is a label
+        raise ValueError(
+            f"{name} is a SciPy sparse matrix; label matrices are dense (n_samples, "
+            "n_lfs) arrays with -1 where an LF abstains (a sparse zero would be a "
+            "vote for label 0). Pass L.toarray() if its zeros are votes."
+        )
+    if hasattr(L, "to_numpy"):  # pandas DataFrame (or Series)
+        # Nullable integer columns (Int64) hold pd.NA and give object arrays: as
+        # floats, a missing vote is a NaN that the checks below name.
+        dtypes = L.dtypes if hasattr(L, "columns") else [L.dtype]
+        as_float = None
+        if any(getattr(t, "na_value", None) is not None for t in dtypes):
+            try:
+                as_float = L.to_numpy(dtype=np.float64, na_value=np.nan)
+            except (TypeError, ValueError):  # e.g. categories of strings
+                pass
+        L = as_float if as_float is not None else L.to_numpy()
     try:
         arr = np.asarray(L)
     except ValueError:  # numpy: "... has an inhomogeneous shape after 1 dimensions"

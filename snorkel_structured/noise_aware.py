@@ -714,6 +714,11 @@ def loss_weights(
     S, r = _distances_source(space)
     Lc = check_label_matrix(L, n_labels=r)
     if index is not None:
+        if np.ndim(index) != 1:
+            raise ValueError(
+                f"index must be one label per row of L (1-D, length {Lc.shape[0]}); "
+                f"got {type(index).__name__} with {np.ndim(index)} dimensions."
+            )
         row_index = pd.Index(index)
         if len(row_index) != Lc.shape[0]:
             raise ValueError(

@@ -480,3 +480,10 @@ def test_posterior_given_as_the_default_one_changes_nothing(method, rule):
     W_want = ss.loss_weights(*args, noise=want, seed=6)
     W_got = ss.loss_weights(*args, noise=got, posterior=independent, seed=6)
     np.testing.assert_array_equal(W_got["pseudolabel"], W_want["pseudolabel"])
+
+
+def test_loss_weights_index_must_be_one_label_per_row():
+    # a scalar index raised pandas' own TypeError
+    data = make_ranking_data(50, seed=0)
+    with pytest.raises(ValueError, match="index must be one label per row"):
+        ss.loss_weights(data.L, data.space, data.theta, data.prior, index=5)

@@ -127,3 +127,19 @@ def test_vote_stats_of_many_lfs_count_exactly_and_all_abstain_is_refused():
     empty = VoteStats.from_label_matrix(np.full((7, 3), -1), n_labels=24)
     with pytest.raises(ValueError, match="L_train has no votes.*7 rows"):
         empty.check_has_votes()
+
+
+def test_label_matrix_from_sparse_and_nullable_frames():
+    # a SciPy sparse matrix reads its zeros as votes for label 0: refused by name
+    # (it had been "got shape ()"); pandas' nullable Int64 columns are read as
+    # integers, and a missing vote (pd.NA) is named like a NaN
+    import scipy.sparse as sp
+
+    L = np.array([[0, 1, -1], [2, -1, 1]])
+    with pytest.raises(ValueError, match="SciPy sparse matrix"):
+        check_label_matrix(sp.csr_matrix(L + 1), n_labels=3)
+    frame = pd.DataFrame(L).astype("Int64")
+    np.testing.assert_array_equal(check_label_matrix(frame, n_labels=3), L)
+    frame.iloc[1, 2] = pd.NA
+    with pytest.raises(ValueError, match=r"entry \(1, 2\) is nan"):
+        check_label_matrix(frame, n_labels=3)
