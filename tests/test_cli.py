@@ -224,3 +224,13 @@ def test_out_default_and_given_are_paths(tmp_path, monkeypatch):
     given = parser.parse_args(["reproduce", "all", "--out", str(tmp_path / "a" / "b")])
     assert given.out == tmp_path / "a" / "b"
     assert not (tmp_path / "a").exists()  # parsing creates nothing
+
+
+def test_sizes_too_small_to_fit_fail_in_one_line(tmp_path, capsys):
+    # 2 rows cannot identify the LFs: the model's own message, one line, exit 1
+    # (it had ended in a traceback)
+    argv = ["reproduce", "hyperbolic", "--sizes", "2", "--seeds", "0", "--out"]
+    assert cli.main([*argv, str(tmp_path), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "error: hyperbolic at sizes [2]: Too few overlapping rows" in err
+    assert "Traceback" not in err

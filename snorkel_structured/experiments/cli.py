@@ -451,7 +451,16 @@ def main(argv: list[str] | None = None) -> int:
         ns = args.sizes or list(ns)
         seeds = seeds_arg if seeds_arg is not None else list(seeds)
         t0 = time.perf_counter()
-        table = run_experiment(name, ns, seeds, args.out, progress=not args.no_progress)
+        try:
+            table = run_experiment(
+                name, ns, seeds, args.out, progress=not args.no_progress
+            )
+        except ValueError as e:  # e.g. --sizes too small to fit: the model's message
+            print(
+                f"snorkel-structured reproduce: error: {name} at sizes {ns}: {e}",
+                file=sys.stderr,
+            )
+            return 1
         print(
             f"\n== {name} (medians over seeds {seeds[0]}..{seeds[-1]}, {time.perf_counter() - t0:.1f} s) =="
         )
