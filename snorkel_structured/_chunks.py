@@ -49,7 +49,21 @@ def _as_numpy(part: Any) -> np.ndarray:
     return part.to_numpy() if hasattr(part, "to_numpy") else np.asarray(part)
 
 
-def reduce_stats(data: Any, to_stats: Callable[[np.ndarray], T]) -> T:
+def _row_counts(x: Any) -> list[int]:
+    """Rows per partition of a Dask array or DataFrame, in the order of
+    :func:`_partitions`."""
+    import dask.array as da
+
+    if isinstance(x, da.Array):
+        if any(np.isnan(size) for size in x.chunks[0]):
+            x = x.compute_chunk_sizes()
+        return [int(size) for size in x.chunks[0]]
+    return [int(size) for size in x.map_partitions(len).compute()]
+
+
+def reduce_stats(
+    data: Any, to_stats: Callable[..., T], first_row: int | None = None
+) -> T:
     """``sum(to_stats(chunk))`` over a Dask collection or an iterable of array chunks.
 
     Parameters
@@ -59,18 +73,36 @@ def reduce_stats(data: Any, to_stats: Callable[[np.ndarray], T]) -> T:
         rechunked to whole rows).
     to_stats : callable
         Maps one numpy chunk to an additive statistics object.
+    first_row : int, optional
+        When given, ``to_stats(chunk, first_row=i)`` also gets the index of the chunk's
+        first row among all the rows, counted from ``first_row`` (statistics whose
+        random draws follow the rows, not the split). The sums then add the chunks in
+        row order.
 
     Returns
     -------
     The sum of the chunks' statistics.
     """
+
+    def call(chunk: np.ndarray, start: int) -> T:
+        if first_row is None:
+            return to_stats(chunk)
+        return to_stats(chunk, first_row=start)
+
     if is_dask_collection(data):
         import dask
 
-        def convert(part: Any) -> T:
-            return to_stats(_as_numpy(part))
+        def convert(part: Any, start: int) -> T:
+            return call(_as_numpy(part), start)
 
-        parts = [dask.delayed(convert)(p) for p in _partitions(data)]
+        blocks = _partitions(data)
+        starts = [0] * len(blocks)
+        if first_row is not None:
+            starts = list(first_row + np.cumsum([0, *_row_counts(data)[:-1]]))
+        parts = [
+            dask.delayed(convert)(p, int(start))
+            for p, start in zip(blocks, starts, strict=True)
+        ]
         if not parts:
             raise ValueError("the Dask collection has no partitions.")
         while len(parts) > 1:  # tree reduction: statistics are added on the workers
@@ -82,8 +114,11 @@ def reduce_stats(data: Any, to_stats: Callable[[np.ndarray], T]) -> T:
             ]
         return dask.compute(parts[0])[0]
     total: Any = None
+    start = 0 if first_row is None else first_row
     for chunk in _iter_chunks(data):
-        stats = to_stats(_as_numpy(chunk))
+        arr = _as_numpy(chunk)
+        stats = call(arr, start)
+        start += arr.shape[0] if arr.ndim else 0
         total = stats if total is None else total + stats
     if total is None:
         raise ValueError("no chunks to fit on: the iterable was empty.")

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import difflib
 import functools
-import operator
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -88,45 +87,6 @@ _STATS_CELLS = 50_000_000
 _DECODE_ROWS = 2048
 # The ``decoder`` values: kemeny_rank's methods (one list, so the two cannot drift).
 DECODERS = _KEMENY_METHODS
-
-
-def _dask_row_stats(
-    V: Any, to_stats: Callable[..., RankingStats], first_row: int
-) -> RankingStats:
-    """``to_stats`` of each block of rows of a Dask array, given its first row's
-    index, computed where the blocks live and added in row order.
-
-    As :func:`~snorkel_structured._chunks.reduce_stats`, which cannot tell a block
-    where its rows start: the sample's keys follow the row indices.
-    """
-    import dask
-    import dask.array as da
-
-    if not isinstance(V, da.Array):
-        # A Dask DataFrame holds no (n_rows, n_lfs, n_items) votes.
-        raise ValueError(
-            f"V must be a Dask array of shape (n_rows, n_lfs, n_items); got a "
-            f"{type(V).__name__}. Convert it with .to_dask_array(lengths=True)."
-        )
-    if V.ndim >= 2:
-        V = V.rechunk({axis: -1 for axis in range(1, V.ndim)})  # whole rows
-    if any(np.isnan(size) for size in V.chunks[0]):
-        V = V.compute_chunk_sizes()
-    starts = first_row + np.concatenate([[0], np.cumsum(V.chunks[0])[:-1]])
-    parts = [
-        dask.delayed(to_stats)(block, first_row=int(start))
-        for block, start in zip(V.to_delayed().ravel(), starts, strict=True)
-    ]
-    if not parts:
-        raise ValueError("the Dask collection has no partitions.")
-    while len(parts) > 1:  # tree reduction, each sum's left part the earlier rows
-        parts = [
-            dask.delayed(operator.add)(*parts[i : i + 2])
-            if i + 1 < len(parts)
-            else parts[i]
-            for i in range(0, len(parts), 2)
-        ]
-    return dask.compute(parts[0])[0]
 
 
 class RankingLabelModel(PersistenceMixin, BaseEstimator):
@@ -348,33 +308,19 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
     ) -> RankingStats:
         """The statistics of the rows of ``V``, the first of them row ``first_row``."""
         to_stats = functools.partial(self._chunk_stats, pairwise=pairwise, n_lfs=n_lfs)
-        if is_dask_collection(V):
-            return _dask_row_stats(V, to_stats, first_row)
-        if isinstance(V, Iterator):
-            chunks: Iterable[Any] = V
-        else:
-            V = np.asarray(V)
-            # Blocks of rows bound the pairwise copies (n_rows x n_lfs x n_pairs bytes).
-            block = max(
-                1,
-                _STATS_CELLS
-                // max(
-                    np.prod(V.shape[1:]) * (1 if pairwise else self.space.n_items), 1
-                ),
-            )
-            if V.ndim != 3 or V.shape[0] <= block:
-                return to_stats(V, first_row=first_row)
-            chunks = (V[i : i + block] for i in range(0, V.shape[0], block))
-        # reduce_stats consumes the chunks in order, one at a time: each learns its
-        # first row's index from the rows before it.
-        next_row = [first_row]
-
-        def row_stats(chunk: np.ndarray) -> RankingStats:
-            stats = to_stats(chunk, first_row=next_row[0])
-            next_row[0] += stats.n_rows
-            return stats
-
-        return reduce_stats(chunks, row_stats)
+        if is_dask_collection(V) or isinstance(V, Iterator):
+            return reduce_stats(V, to_stats, first_row=first_row)
+        V = np.asarray(V)
+        # Blocks of rows bound the pairwise copies (n_rows x n_lfs x n_pairs bytes).
+        block = max(
+            1,
+            _STATS_CELLS
+            // max(np.prod(V.shape[1:]) * (1 if pairwise else self.space.n_items), 1),
+        )
+        if V.ndim != 3 or V.shape[0] <= block:
+            return to_stats(V, first_row=first_row)
+        chunks = (V[i : i + block] for i in range(0, V.shape[0], block))
+        return reduce_stats(chunks, to_stats, first_row=first_row)
 
     # -- fitting -------------------------------------------------------------------------
     def fit(
