@@ -19,7 +19,11 @@ import pandas as pd
 import torch
 from torch.nn import functional as F
 
-from snorkel_structured._torch_reduction import check_reduction, reduce_rows
+from snorkel_structured._torch_reduction import (
+    check_float_tensor,
+    check_reduction,
+    reduce_rows,
+)
 
 __all__ = [
     "PAIR_COLUMNS",
@@ -279,12 +283,7 @@ def _ranknet(
     reduction: str,
     clip: float | None,
 ) -> torch.Tensor:
-    if not isinstance(scores, torch.Tensor) or not scores.is_floating_point():
-        raise ValueError(
-            "scores must be a floating-point Tensor of shape (n_rows, n_items); got "
-            f"{type(scores).__name__}"
-            f"{'' if not isinstance(scores, torch.Tensor) else ' of ' + str(scores.dtype)}."
-        )
+    check_float_tensor(scores, "scores", "(n_rows, n_items)")
     if scores.ndim != 2 or scores.shape[1] < 2:
         raise ValueError(
             "scores must have shape (n_rows, n_items) with n_items >= 2 (one score per "

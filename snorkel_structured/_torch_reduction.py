@@ -12,9 +12,21 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["REDUCTIONS", "check_reduction", "reduce_rows"]
+__all__ = ["REDUCTIONS", "check_float_tensor", "check_reduction", "reduce_rows"]
 
 REDUCTIONS = ("mean", "sum", "none")
+
+
+def check_float_tensor(x: Any, name: str, shape: str) -> None:
+    """Raise ValueError unless ``x`` is a floating-point Tensor: the losses need a
+    float graph (log_softmax has no integer kernel, and integer inputs would truncate
+    the weights they multiply). ``shape`` describes the expected one."""
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        of = "" if not isinstance(x, torch.Tensor) else f" of {x.dtype}"
+        raise ValueError(
+            f"{name} must be a floating-point Tensor of shape {shape}; got "
+            f"{type(x).__name__}{of}."
+        )
 
 
 def check_reduction(reduction: Any, clip: Any) -> None:

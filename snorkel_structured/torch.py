@@ -60,7 +60,11 @@ from snorkel_structured._torch_ranknet import (
     ranknet_loss,
 )
 from snorkel_structured._torch_reduction import REDUCTIONS as REDUCTIONS
-from snorkel_structured._torch_reduction import check_reduction, reduce_rows
+from snorkel_structured._torch_reduction import (
+    check_float_tensor,
+    check_reduction,
+    reduce_rows,
+)
 from snorkel_structured.noise_aware import (
     PSEUDOLABEL,
     _label_names,
@@ -435,15 +439,11 @@ def _corrected(
     reduction: str,
     clip: float | None,
 ) -> torch.Tensor:
-    if not isinstance(input, torch.Tensor) or not input.is_floating_point():
-        # as ranknet_loss: the losses need a float graph (log_softmax has no integer
-        # kernel, and integer distances would truncate the weights to integers)
-        raise ValueError(
-            "input must be a floating-point Tensor of shape (n_samples, k), the "
-            "network's scores (or squared distances); got "
-            f"{type(input).__name__}"
-            f"{'' if not isinstance(input, torch.Tensor) else ' of ' + str(input.dtype)}."
-        )
+    check_float_tensor(
+        input,
+        "input",
+        "(n_samples, k), the network's scores (or squared distances)",
+    )
     if not isinstance(weights, torch.Tensor):
         # array-like weights (e.g. a row slice of Q^-1) are taken, as ranknet_loss does
         try:
