@@ -301,7 +301,7 @@ def _support_log_post(
     LFs' posterior, or ``posterior``'s (a label model's own) renormalized on it."""
     if posterior is None:
         return log_posterior(L, logc_sup, log_prior)
-    out = np.asarray(posterior(L), dtype=np.float64)[:, sup]
+    out = np.array(posterior(L, sup), dtype=np.float64)
     none = np.isneginf(out).all(axis=1)  # no support label possible: the prior
     out[none] = log_prior
     return out - logsumexp(out, axis=1, keepdims=True)
@@ -475,13 +475,15 @@ def noise_matrix(
         Show a tqdm progress bar over the true labels when Q is computed by Monte
         Carlo (seconds per label on large supports); the exact sum is not shown.
     posterior : callable, optional
-        ``posterior(L)`` for an (n, n_lfs) int vote matrix returns the (n, r)
-        log P(Y | votes) the pseudolabels come from (restricted to the support
-        here). Default: the posterior of independent LFs under ``theta`` and
-        ``prior``. A label model passes its own (declared or detected dependencies
-        weigh votes, abstains may depend on Y), so that its pseudolabels are those
-        of its ``predict``; the votes are still drawn from ``theta`` and
-        ``abstain``.
+        ``posterior(L, labels)`` for an (n, n_lfs) int vote matrix returns the
+        (n, len(labels)) log P(Y = labels[j] | votes) the pseudolabels come from
+        (-inf for a label it never predicts; renormalized over the support here).
+        Only the support's labels are asked for, so a space of thousands of labels
+        costs (n, k), not (n, r). Default: the posterior of independent LFs under
+        ``theta`` and ``prior``. A label model passes its own (declared or detected
+        dependencies weigh votes, abstains may depend on Y), so that its
+        pseudolabels are those of its ``predict``; the votes are still drawn from
+        ``theta`` and ``abstain``.
 
     Returns
     -------

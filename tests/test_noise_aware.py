@@ -467,8 +467,8 @@ def test_posterior_given_as_the_default_one_changes_nothing(method, rule):
     log_cond = log_conditional_probs(S, np.asarray(data.theta, dtype=float))
     log_prior = np.log(np.maximum(np.asarray(data.prior, dtype=float), 1e-300))
 
-    def independent(L):
-        return log_posterior(L, log_cond, log_prior)
+    def independent(L, labels):
+        return log_posterior(L, log_cond, log_prior)[:, labels]
 
     kw = dict(abstain=0.2, rule=rule, method=method, n_draws=2000, seed=5)
     want = ss.noise_matrix(data.space, data.theta, data.prior, **kw)

@@ -49,18 +49,21 @@ class NoiseAwareMethods:
             support=support,
             min_prior=min_prior,
             seed=seed,
-            posterior=self._log_posterior_all,
+            posterior=self._log_posterior_of,
             **self._family(),
             **options,
         )
 
-    def _log_posterior_all(self, L: np.ndarray) -> np.ndarray:
-        """log P(Y | votes) of the fitted model over every label, (n, r): -inf off
-        its support. The votes' weights (dependencies) and abstains that depend on Y
-        enter as in ``predict``."""
-        logp, inverse = self._posterior.log_proba(L)
-        out = np.full((logp.shape[0], len(self.space)), -np.inf)
-        out[:, self.support_] = logp
+    def _log_posterior_of(self, L: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """log P(Y = labels_j | votes) of the fitted model, (n, len(labels)): -inf
+        off its support. The votes' weights (dependencies) and abstains that depend
+        on Y enter as in ``predict``."""
+        logp, inverse = self._posterior.log_proba(L)  # (n_patterns, |support_|)
+        pos = np.full(len(self.space), -1)
+        pos[self.support_] = np.arange(self.support_.size)
+        col = pos[np.asarray(labels, dtype=np.int64)]
+        out = np.full((logp.shape[0], col.size), -np.inf)
+        out[:, col >= 0] = logp[:, col[col >= 0]]
         return out[inverse]
 
     def _family(self) -> dict[str, Any]:
@@ -111,6 +114,6 @@ class NoiseAwareMethods:
             noise=noise,
             index=index,
             seed=z_rng,
-            posterior=self._log_posterior_all,
+            posterior=self._log_posterior_of,
             **self._family(),
         )
