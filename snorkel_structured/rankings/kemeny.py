@@ -110,7 +110,8 @@ def _rescale_large_rows(C: np.ndarray) -> np.ndarray:
     1e-308 times the row's largest, which cannot change any sum of it): the optima
     are those of the given row, without overflow. Other rows are left bit for bit.
     """
-    peak = np.abs(C).max(axis=(1, 2))
+    # two reductions, not a copy of |C| (every predict decodes through here)
+    peak = np.maximum(C.max(axis=(1, 2)), -C.min(axis=(1, 2)))
     large = peak > _C_RESCALE_ABOVE
     if large.any():
         _, exponent = np.frexp(peak[large])  # peak = mantissa * 2**exponent
