@@ -49,6 +49,44 @@ def _shown(x: Any) -> Any:
     return x.item() if isinstance(x, np.generic) else x
 
 
+def check_gold_labels(
+    Y: Any,
+    n_labels: int,
+    name: str,
+    n: int | None = None,
+    *,
+    allow_unknown: bool = False,
+) -> np.ndarray:
+    """Gold label indices in ``[0, n_labels)`` as int64; integral floats pass, as in
+    Snorkel. ``n``: the rows of L they belong to. ``allow_unknown`` lets -1 mark a
+    row whose label is unknown (``score``)."""
+    y = np.asarray(Y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    integral = y.dtype.kind in "iu" or (
+        y.dtype.kind == "f" and bool(np.all(np.isfinite(y) & (y == np.round(y))))
+    )
+    if y.ndim != 1 or y.size == 0 or not integral:
+        raise ValueError(
+            f"{name} must be a 1-D array of label indices; got shape {y.shape}, "
+            f"dtype {y.dtype}."
+        )
+    if n is not None and y.size != n:
+        raise ValueError(
+            f"{name} must have one label per row of L ({n}); got {y.size}."
+        )
+    y = y.astype(np.int64)
+    bad = ((y < 0) & ~(allow_unknown & (y == ABSTAIN))) | (y >= n_labels)
+    if bad.any():
+        i = int(np.argmax(bad))
+        unknown = " (or -1 for an unknown label)" if allow_unknown else ""
+        raise ValueError(
+            f"{name} holds a label outside [0, {n_labels}){unknown}: entry {i} is "
+            f"{y[i]}."
+        )
+    return y
+
+
 def check_lf_weights(weights: Any, n_lfs: int, unlabeled: str) -> np.ndarray:
     """LF weights as a fresh (n_lfs,) float64 array: finite, non-negative, with a
     positive entry (a weight of 0 counts as abstaining, so all zero would ignore

@@ -14,7 +14,7 @@ from snorkel_structured._persistence import (
     state_int,
 )
 from snorkel_structured._validation import (
-    ABSTAIN,
+    check_gold_labels,
     check_label_matrix,
     check_scalar,
     check_seed,
@@ -263,34 +263,10 @@ class StructuredChecks:
     def _check_gold(
         self, Y: Any, name: str, n: int | None = None, *, allow_unknown: bool = False
     ) -> np.ndarray:
-        """Gold label indices; integral floats pass, as in Snorkel.
-
-        ``allow_unknown`` lets -1 mark a row whose label is unknown (``score``).
-        """
-        r = len(self.space)
-        y = np.asarray(Y)
-        if y.ndim == 2 and y.shape[1] == 1:
-            y = y[:, 0]
-        integral = y.dtype.kind in "iu" or (
-            y.dtype.kind == "f" and bool(np.all(np.isfinite(y) & (y == np.round(y))))
+        """Gold label indices of this space (:func:`check_gold_labels`)."""
+        return check_gold_labels(
+            Y, len(self.space), name, n, allow_unknown=allow_unknown
         )
-        if y.ndim != 1 or y.size == 0 or not integral:
-            raise ValueError(
-                f"{name} must be a 1-D array of label indices; got shape {y.shape}, dtype {y.dtype}."
-            )
-        if n is not None and y.size != n:
-            raise ValueError(
-                f"{name} must have one label per row of L ({n}); got {y.size}."
-            )
-        y = y.astype(np.int64)
-        bad = ((y < 0) & ~(allow_unknown & (y == ABSTAIN))) | (y >= r)
-        if bad.any():
-            i = int(np.argmax(bad))
-            unknown = " (or -1 for an unknown label)" if allow_unknown else ""
-            raise ValueError(
-                f"{name} holds a label outside [0, {r}){unknown}: entry {i} is {y[i]}."
-            )
-        return y
 
     def _check_L(self, L: Any, name: str = "L") -> np.ndarray:
         return check_label_matrix(

@@ -17,6 +17,7 @@ from sklearn.base import BaseEstimator
 from snorkel_structured import _warnings
 from snorkel_structured._validation import (
     ABSTAIN,
+    check_gold_labels,
     check_label_matrix,
     check_lf_weights,
     check_manifold_outputs,
@@ -28,7 +29,6 @@ from snorkel_structured.aggregators import (
     majority_vote,
     medoid,
 )
-from snorkel_structured.label_model._structured_checks import StructuredChecks
 from snorkel_structured.spaces.finite import FiniteMetricSpace
 from snorkel_structured.spaces.permutations import Permutations
 
@@ -154,10 +154,9 @@ class AggregatingVoter(BaseEstimator):
             ``[0, n_labels)`` or -1.
         """
         pred = self.predict(L)
-        # The label model's own check of gold labels (it reads only self.space), so
-        # that both score the same Y alike.
-        y = StructuredChecks._check_gold(
-            self, Y, "Y", n=pred.shape[0], allow_unknown=True
+        # The label model's check of gold labels: both score the same Y alike.
+        y = check_gold_labels(
+            Y, len(self.space), "Y", pred.shape[0], allow_unknown=True
         )
         known = y != ABSTAIN
         if not known.any():
