@@ -93,6 +93,22 @@ def test_objective_hand_computed_three_items():
     assert kemeny_rank(C, "heuristic").tolist() == [1, 2, 0]
 
 
+def test_objective_past_the_float_range_is_refused_not_inf():
+    # Each entry is finite, but three of them sum past 1.8e308: the objective is no
+    # float. A huge diagonal is ignored, as the definition says.
+    C = np.full((3, 3), 1e308)
+    with pytest.raises(ValueError, match="exceeds the float range"):
+        kemeny_objective(C, [0, 1, 2])
+    C = np.ones((3, 3)) + 1e308 * np.eye(3)
+    assert kemeny_objective(C, [0, 1, 2]) == 3.0
+    # Rescaled as the message says, the comparison of orderings is the same.
+    C = np.array([[0.0, 3, 1], [2, 0, 5], [4, 0, 0]]) * 3e307
+    with pytest.raises(ValueError, match="row 0"):
+        kemeny_objective(C, [1, 0, 2])
+    scaled = [kemeny_objective(C / 3e307, o) for o in ([1, 0, 2], [2, 0, 1])]
+    np.testing.assert_allclose(scaled, [8.0, 7.0], rtol=1e-15)
+
+
 def test_objective_matches_definition_on_random_rows(rng):
     C = rng.normal(size=(20, 6, 6))
     orders = np.argsort(rng.random((20, 6)), axis=1)

@@ -190,7 +190,16 @@ def kemeny_objective(C: Any, orderings: Any) -> np.ndarray:
         raise ValueError(
             f"C has {Cv.shape[0]} rows and orderings {orders.shape[0]}; they must match."
         )
-    out = _objective(Cv, orders)
+    with np.errstate(over="ignore"):
+        out = _objective(Cv, orders)
+    if not np.all(np.isfinite(out)):
+        row = int(np.flatnonzero(~np.isfinite(out))[0])
+        raise ValueError(
+            f"the Kemeny objective of row {row} exceeds the float range (C's largest "
+            f"off-diagonal magnitude is {float(np.abs(Cv[row][~np.eye(n, dtype=bool)]).max()):.3g}, summed over "
+            f"{n * (n - 1) // 2} pairs): divide C by a common scale first, which "
+            "leaves the orderings' comparison unchanged."
+        )
     return out[0] if single else out
 
 
