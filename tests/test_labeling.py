@@ -233,6 +233,21 @@ def test_manifold_dask_applier_matches_pandas(cities):
     np.testing.assert_array_equal(Xp, X)
 
 
+def test_manifold_parallel_applier_keeps_the_rows_order_of_an_unsorted_index():
+    # Row i of the votes is df.iloc[i], whatever the index: unsorted, or of mixed
+    # types (which cannot be sorted at all).
+    @ss.manifold_labeling_function(space=Euclidean(1))
+    def value(x):
+        return x["v"]
+
+    for index in ([3, 1, 2, 0], [1, "a", 0, "b"]):
+        df = pd.DataFrame({"v": [10.0, 20.0, 30.0, 40.0]}, index=index)
+        X = ss.ManifoldPandasParallelApplier([value]).apply(
+            df, n_parallel=2, scheduler="synchronous"
+        )
+        np.testing.assert_array_equal(X[:, 0, 0], [10.0, 20.0, 30.0, 40.0])
+
+
 def test_real_valued_lf_on_euclidean_line():
     @ss.manifold_labeling_function(space=Euclidean(1))
     def half(x):

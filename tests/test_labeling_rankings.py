@@ -396,6 +396,19 @@ def stored(x):
     return [int(x[f"v{i}"]) for i in range(5) if x[f"v{i}"] >= 0]
 
 
+def test_parallel_applier_keeps_the_rows_order_of_an_unsorted_index():
+    pytest.importorskip("dask")
+    # Row i of the votes is df.iloc[i], whatever the index (Dask's from_pandas sorts
+    # by it unless told not to).
+    V = np.array([[4, 0, -1, -1, -1], [1, -1, -1, -1, -1], [2, 3, 0, -1, -1]])
+    V = np.concatenate([V, V[::-1]])
+    df = pd.DataFrame(V, columns=[f"v{i}" for i in range(5)], index=[5, 3, 4, 0, 2, 1])
+    Vp = RankingPandasParallelApplier([stored]).apply(
+        df, n_parallel=2, scheduler="synchronous"
+    )
+    np.testing.assert_array_equal(Vp[:, 0], V)
+
+
 def test_dask_appliers_match_pandas(values):
     pytest.importorskip("dask")
     dd = pytest.importorskip("dask.dataframe")

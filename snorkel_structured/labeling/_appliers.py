@@ -176,11 +176,13 @@ def with_meta(
 
 
 def pandas_to_dask(df: pd.DataFrame, n_parallel: Any) -> Any:
-    """Split a pandas frame into ``n_parallel`` (at least 2) Dask partitions."""
+    """Split a pandas frame into ``n_parallel`` (at least 2) Dask partitions, its rows
+    in their order (Dask's default sorts them by the index, and the votes would then
+    follow the sorted index, not ``df``'s rows)."""
     from dask import dataframe as dd
 
     n_parallel = check_scalar(n_parallel, "n_parallel", kind="int", low=2)
-    return dd.from_pandas(df, npartitions=n_parallel)
+    return dd.from_pandas(df, npartitions=n_parallel, sort=False)
 
 
 class ArrayLFApplier(Generic[_LF]):
