@@ -147,6 +147,18 @@ def test_exact_methods_reach_the_brute_force_optimum(n_items, kind):
                 assert len(argbest) == 1
 
 
+@pytest.mark.parametrize("scale", [1e-3, 1e-7, 1e-12, 1e12])
+def test_ilp_is_exact_at_any_scale_of_C(rng, scale):
+    # The optimal orderings do not depend on a positive scale; HiGHS's absolute
+    # tolerances (about 1e-7) must not make small weights read as ties.
+    C = rng.normal(size=(30, 5, 5))
+    best = kemeny_objective(C, kemeny_rank(C, "exact_dp"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        orders = kemeny_rank(C * scale, "ilp")
+    np.testing.assert_allclose(kemeny_objective(C, orders), best, rtol=1e-12)
+
+
 def test_exact_dp_equals_ilp_on_8_to_10_items():
     for n_items in (8, 9, 10):
         C = mallows_instances(3, n_items, phi=0.8, seed=n_items)
