@@ -348,6 +348,29 @@ def test_loss_weights_are_unbiased():
     assert Wd["weight_pseudolabel"].max() == pytest.approx(qd / (2 * qd - 1))
 
 
+def test_empty_and_unvoted_inputs_get_clear_answers():
+    V, Y = _mallows_votes(300, 5, [0.3, 0.6, 0.9], 5, seed=13)
+    lm = ss.RankingLabelModel(ss.Rankings(5), seed=0).fit(V)
+    # No pair voted, no row: every weight is 0 whatever q is, so no q is estimated
+    # (nor warned about, nor blamed on the LFs).
+    silent = np.full((2, 3, 5), -1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdentifiabilityWarning)
+        W = lm.loss_weights(silent)
+        assert len(lm.loss_weights(V[:0])) == 0
+    assert len(W) == 2 * 10
+    assert (W[["weight_pseudolabel", "weight_flipped"]].to_numpy() == 0).all()
+    # A given q: at 1 the pseudolabels are taken as right; next to 0.5 the message
+    # names the q passed.
+    assert lm.loss_weights(V[:2], q=1.0)["weight_flipped"].abs().max() == 0.0
+    with pytest.raises(ValueError, match="the q passed"):
+        lm.loss_weights(V[:2], q=0.5000001)
+    with pytest.raises(ValueError, match="Y has no rows"):
+        lm.score(V[:0], Y[:0])
+    with pytest.raises(ValueError, match="V_dev and Y_dev have no rows"):
+        ss.RankingLabelModel(ss.Rankings(5)).fit(V, V_dev=V[:0], Y_dev=Y[:0])
+
+
 def test_save_load_round_trip(tmp_path):
     V, _ = _mallows_votes(400, 9, [0.3, 0.6, 1.0], 9, seed=10)
     lm = ss.RankingLabelModel(ss.Rankings(9), seed=0).fit(V)

@@ -135,6 +135,11 @@ def choose_on_dev(
             f"expected matching rows and {m} LFs."
         )
     n_dev = Y.shape[0]
+    if n_dev == 0:
+        raise ValueError(
+            "V_dev and Y_dev have no rows: pass at least one labeled row, or fit "
+            "without V_dev and Y_dev."
+        )
     votes = votes._replace(S=S.astype(np.float32))
     dev_params = _dev_params(votes, Y, noise, n_items)
     mean = float(np.mean(dev_params[0]))

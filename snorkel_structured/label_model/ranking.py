@@ -690,6 +690,8 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
             right); ``"pair_accuracy"``: 1 minus it.
         """
         Y = check_orderings(Y, self.space.n_items)
+        if Y.shape[0] == 0:
+            raise ValueError("Y has no rows: there is nothing to score.")
         d = kendall_tau_distance(self.predict(V, pairwise=pairwise), Y)
         return {"kendall_tau": float(d.mean()), "pair_accuracy": float(1 - d.mean())}
 
@@ -726,7 +728,7 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
         ----------
         V : array-like
             Votes, as in :meth:`fit`.
-        q : float in (0.5, 1), optional
+        q : float in (0.5, 1], optional
             Pseudolabel accuracy to use instead.
 
         Returns
@@ -744,11 +746,12 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
         voted = np.any(votes.S != 0, axis=1)
         if q is not None:
             q = check_scalar(q, "q", low=0.5, high=1.0, low_inclusive=False)
+            source = "the q passed"
         elif self.dev_pair_accuracy_ is not None:
-            q = self.dev_pair_accuracy_
-        else:
+            q, source = self.dev_pair_accuracy_, "q measured on the dev rows"
+        elif voted.any():
             p_z = np.where(z > 0, P, 1 - P)
-            q = float(p_z[voted].mean()) if voted.any() else 0.5
+            q, source = float(p_z[voted].mean()), "the model's q"
             _warnings.warn(
                 f"Pseudolabel accuracy q = {q:.3f} is the model's own estimate, which "
                 "is optimistic when the LFs err on the same pairs; the Q^-1 "
@@ -757,10 +760,13 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
                 IdentifiabilityWarning,
                 stacklevel=2,
             )
+        else:  # no pair is voted (or no row): every weight is 0, whatever q is
+            q, source = 1.0, None
         if q <= 0.5 + 1e-6:
             raise ValueError(
-                "the pseudolabels are no better than chance under the model "
-                f"(q = {q:.3f}); the noise matrix is not invertible. Check the LFs."
+                f"{source} ({q:.7f}) is no better than chance: the noise matrix "
+                "[[q, 1 - q], [1 - q, q]] is not invertible, so there is no unbiased "
+                "correction. Check the LFs, or pass a q measured on labeled rows."
             )
         w_same, w_flip = q / (2 * q - 1), -(1 - q) / (2 * q - 1)
         n_rows, n_pairs = P.shape
