@@ -286,3 +286,86 @@ def test_snorkel_appliers_refuse_manifold_lfs_with_a_pointer(applier, cities):
     lf = ss.ManifoldLabelingFunction("a", lambda x: None, space=SPHERE)
     lf.name = "b"
     assert lf.name == "b"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "4.0",
+        b"7",
+        True,
+        np.bool_(False),
+        np.str_("1"),
+        ["1"],
+        [True],
+        np.array([1.0]) > 0,
+    ],
+    ids=[
+        "str",
+        "bytes",
+        "bool",
+        "np_bool",
+        "np_str",
+        "str_list",
+        "bool_list",
+        "bool_arr",
+    ],
+)
+def test_manifold_lf_refuses_strings_bytes_and_bools(value):
+    # numpy's float conversion would read "4.0" as 4.0, b"7" as 7.0, True as 1.0
+    lf = ss.manifold_labeling_function(space=Euclidean(1), name="m")(lambda x: value)
+    with pytest.raises(ValueError, match=r"'m' returned .* for row 0: not numeric"):
+        lf(pd.Series({"a": 1}, name=0))
+
+
+def test_manifold_lf_still_takes_numbers():
+    for value, expected in [(2.5, 2.5), ([3], 3.0), (np.array([1.5]), 1.5)]:
+        lf = ss.manifold_labeling_function(space=Euclidean(1))(lambda x, v=value: v)
+        np.testing.assert_array_equal(lf(pd.Series({"a": 1})), [expected])
+
+
+def test_structured_lf_refuses_bools_standing_for_items():
+    row = pd.Series({"a": 1}, name=4)
+    cases = [
+        (ss.Discrete(3), True),
+        (ss.Discrete(3), np.bool_(False)),
+        (SPACE, (True, False, 2)),  # index() would find (1, 0, 2)
+        (SPACE, [False, True, 2]),
+    ]
+    for space, value in cases:
+        lf = ss.structured_labeling_function(space=space, name="b")(
+            lambda x, v=value: v
+        )
+        with pytest.raises(ValueError, match=r"'b' returned .* row 4.*A bool is not"):
+            lf(row)
+    # ints are still items, and a space whose items are bools takes bools
+    assert ss.structured_labeling_function(space=SPACE)(lambda x: (1, 0, 2))(
+        row
+    ) == SPACE.index((1, 0, 2))
+    flags = ss.FiniteMetricSpace([False, True], [[0.0, 1.0], [1.0, 0.0]])
+    assert ss.structured_labeling_function(space=flags)(lambda x: True)(row) == 1
+
+
+def test_manifold_dask_applier_refuses_a_dask_series(cities):
+    series = dd.from_pandas(cities, npartitions=2)["lat"]
+    with pytest.raises(TypeError, match="df must be a Dask DataFrame.*to_frame"):
+        ss.ManifoldDaskApplier([north]).apply(series, scheduler="synchronous")
+    X = ss.ManifoldDaskApplier([north]).apply(
+        series.to_frame(), scheduler="synchronous"
+    )
+    np.testing.assert_array_equal(
+        X, ss.ManifoldPandasApplier([north]).apply(cities, progress_bar=False)
+    )
+
+
+def test_filter_unlabeled_manifold_ragged_inputs():
+    L = np.array([[[1.0]], [[np.nan]], [[2.0]]])
+    y = np.array([[1.0], [np.nan], [2.0]])
+    with pytest.raises(ValueError, match="L must be a numeric array.*not None"):
+        ss.filter_unlabeled_manifold([1, 2, 3], y, [[[1.0]], [None], [[2.0]]])
+    # X as token lists of different lengths: the kept rows, as they are
+    X = [["a", "b"], ["c"], ["d", "e", "f"]]
+    X_kept, y_kept = ss.filter_unlabeled_manifold(X, y, L)
+    keep = ~np.isnan(L).all(axis=(1, 2))
+    assert X_kept == [row for row, k in zip(X, keep, strict=True) if k]
+    np.testing.assert_array_equal(y_kept, y[keep])

@@ -451,3 +451,33 @@ def test_ranking_analysis_takes_lf_names_as_strings():
     assert list(by_name.lf_summary().index) == ["price", "rating"]
     with pytest.raises(TypeError, match="a list of labeling functions"):
         RankingLFAnalysis(V, "price")
+
+
+def test_dask_applier_refuses_a_dask_series_or_array(values):
+    dd = pytest.importorskip("dask.dataframe")
+    da = pytest.importorskip("dask.array")
+    # both have to_delayed, but their partitions have no rows of columns for the LFs
+    series = dd.from_pandas(values, npartitions=2)["v"]
+    for df in (series, da.from_array(values.to_numpy(), chunks=2)):
+        with pytest.raises(TypeError, match="df must be a Dask DataFrame.*to_frame"):
+            RankingDaskApplier([crashes]).apply(df, scheduler="synchronous")
+    # the Series as a one-column frame labels like the pandas applier
+    V = RankingDaskApplier([invalid]).apply(
+        series.to_frame(), scheduler="synchronous", fault_tolerant=True, n_items=4
+    )
+    expected = RankingPandasApplier([invalid]).apply(
+        values, fault_tolerant=True, n_items=4
+    )
+    np.testing.assert_array_equal(V, expected)
+
+
+def test_every_lf_silent_warns():
+    with pytest.warns(IdentifiabilityWarning, match="No LF voted in V: all 2 LFs"):
+        a = RankingLFAnalysis(np.full((2, 2, 3), -1))
+    np.testing.assert_array_equal(a.pair_coverage(), [0.0, 0.0])
+    # one silent LF keeps the per-LF warning only
+    V = V_HAND.copy()
+    V[:, 2] = -1
+    with pytest.warns(IdentifiabilityWarning) as caught:
+        RankingLFAnalysis(V, LFS)
+    assert [str(w.message)[:9] for w in caught] == ["LF 2 ('fa"]

@@ -1,6 +1,8 @@
 """StructuredLFAnalysis against hand-computed values."""
 
+import itertools
 import types
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -8,6 +10,8 @@ import pytest
 from snorkel.labeling import LFAnalysis
 
 import snorkel_structured as ss
+from snorkel_structured.exceptions import IdentifiabilityWarning
+from snorkel_structured.labeling import analysis as analysis_module
 from snorkel_structured.spaces.manifolds import Euclidean, Sphere
 
 # Permutations(3) in lexicographic order: 0=(0,1,2) 1=(0,2,1) 2=(1,0,2) 3=(1,2,0)
@@ -270,3 +274,111 @@ def test_manifold_votes_within_atol_are_analysed_as_given():
     a = ss.StructuredLFAnalysis(X, space=Sphere(2), atol=1e-3)
     np.testing.assert_array_equal(a.L, X)  # not projected
     assert a.lf_distances().iloc[0, 1] == pytest.approx(np.pi / 2)
+
+
+def _kendall(p, q):
+    """Discordant item pairs of two orderings (best first), by brute force."""
+    pos_p = {item: k for k, item in enumerate(p)}
+    pos_q = {item: k for k, item in enumerate(q)}
+    return sum(
+        (pos_p[a] - pos_p[b]) * (pos_q[a] - pos_q[b]) < 0
+        for a, b in itertools.combinations(p, 2)
+    )
+
+
+def test_large_finite_space_is_analysed_without_its_distance_matrix(monkeypatch):
+    # Permutations(7) has 5040 labels, above DENSE_MAX_LABELS: the analysis must use
+    # space.dist (Permutations(8) needs 12 GiB for the matrix). Small pair blocks
+    # exercise the blocked loop.
+    monkeypatch.setattr(analysis_module, "_PAIR_BLOCK", 7)
+    space = ss.Permutations(n_items=7)
+    rng = np.random.default_rng(3)
+    L7 = rng.integers(0, len(space), size=(12, 3))
+    L7[rng.random(L7.shape) < 0.3] = -1
+    Y7 = rng.integers(0, len(space), size=12)
+    Y7[[2, 5]] = -1
+    a = ss.StructuredLFAnalysis(L7, space=space)
+    D = a.lf_distances()
+    D2 = a.lf_distances(squared=True)
+    mean = a.lf_mean_distances()
+    s = a.lf_summary(Y=Y7)
+    assert "distance_matrix" not in space.__dict__
+
+    def d(i, j):
+        return _kendall(space.item(int(i)), space.item(int(j)))
+
+    m = L7.shape[1]
+    for x, y in itertools.product(range(m), range(m)):
+        both = [
+            d(p, q)
+            for p, q in zip(L7[:, x], L7[:, y], strict=True)
+            if p >= 0 and q >= 0
+        ]
+        want = np.mean(both) if both else np.nan
+        np.testing.assert_allclose(D.iloc[x, y], want)
+        want2 = np.mean(np.square(both)) if both else np.nan
+        np.testing.assert_allclose(D2.iloc[x, y], want2)
+    for x in range(m):
+        pooled = [
+            d(L7[r, x], L7[r, y])
+            for r in range(len(L7))
+            for y in range(m)
+            if y != x and L7[r, x] >= 0 and L7[r, y] >= 0
+        ]
+        np.testing.assert_allclose(mean[x], np.mean(pooled) if pooled else np.nan)
+        gold = [d(v, g) for v, g in zip(L7[:, x], Y7, strict=True) if v >= 0 and g >= 0]
+        np.testing.assert_allclose(s["Emp. mean dist."].iloc[x], np.mean(gold))
+        np.testing.assert_allclose(s["Emp. E[d^2]"].iloc[x], np.mean(np.square(gold)))
+        hits = [v == g for v, g in zip(L7[:, x], Y7, strict=True) if v >= 0 and g >= 0]
+        np.testing.assert_allclose(s["Emp. Acc."].iloc[x], np.mean(hits))
+
+
+def test_manifold_gold_labels_are_checked_as_the_votes():
+    north, east = [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]
+    nan3 = [np.nan] * 3
+    a = ss.StructuredLFAnalysis(
+        np.array([[north, east], [east, nan3]]), space=Sphere(2)
+    )
+    with pytest.raises(ValueError, match=r"Y\[0\] is not finite"):
+        a.lf_summary(Y=[[np.inf, 0.0, 0.0], east])
+    with pytest.raises(ValueError, match=r"Y\[1\] is partly NaN.*whole row of NaN"):
+        a.lf_summary(Y=[north, [1.0, 0.0, np.nan]])
+    with pytest.raises(ValueError, match=r"Y has a point off Sphere\(dim=2\).*row 0"):
+        a.lf_summary(Y=[[0.0, 0.0, 5.0], east])
+    with pytest.raises(ValueError, match="Y must be a numeric array"):
+        a.lf_summary(Y=[north, None])
+    with pytest.raises(ValueError, match=r"Y\[0\] is not finite"):
+        ss.StructuredLFAnalysis(
+            np.array([[1.0, 2.0], [np.nan, 3.0]]), space=Euclidean(1)
+        ).lf_summary(Y=[np.inf, 1.0])
+    # a whole row of NaN is an unknown gold label: only row 1 counts, by hand
+    s = a.lf_summary(Y=[nan3, north])
+    np.testing.assert_allclose(s["Emp. mean dist."], [np.pi / 2, np.nan])
+    np.testing.assert_allclose(s["Emp. E[d^2]"], [np.pi**2 / 4, np.nan])
+
+
+@pytest.mark.parametrize(
+    "L_bad",
+    [
+        [[[0.0, 0.0, 1.0], None]],  # None for an abstain
+        [[[0.0, 0.0, 1.0], [1.0, 0.0]]],  # ragged points
+    ],
+    ids=["none_abstain", "ragged"],
+)
+def test_manifold_votes_of_ragged_lists_get_the_label_model_message(L_bad):
+    with pytest.raises(ValueError, match="ragged nested sequence.*not None"):
+        ss.StructuredLFAnalysis(L_bad, space=Sphere(2))
+
+
+def test_every_lf_silent_warns():
+    with pytest.warns(IdentifiabilityWarning, match="No LF voted in L: all 2 LFs"):
+        a = ss.StructuredLFAnalysis(np.full((3, 2), -1), space=SPACE)
+    np.testing.assert_array_equal(a.lf_coverages(), [0.0, 0.0])
+    with pytest.warns(IdentifiabilityWarning, match="No LF voted in L"):
+        ss.StructuredLFAnalysis(np.full((2, 2, 1), np.nan), space=Euclidean(1))
+    # one silent LF keeps the per-LF warning only
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ss.StructuredLFAnalysis(np.array([[-1, 0], [-1, 1]]), space=SPACE)
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 1 and messages[0].startswith("LF 0 never voted")

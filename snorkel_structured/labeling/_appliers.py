@@ -258,11 +258,17 @@ class ArrayLFApplier(Generic[_LF]):
         the counts are exact under any scheduler.
         """
         import dask
+        from dask import dataframe as dd
 
-        if not hasattr(df, "to_delayed"):
+        # Not duck-typed on to_delayed: a Dask Series or Array has it too (and a Series
+        # has columns), but its partitions have no rows for the LFs, which would fail
+        # inside a task with "'Series' object has no attribute 'iterrows'".
+        if not isinstance(df, dd.DataFrame):
             raise TypeError(
                 f"df must be a Dask DataFrame; got {type(df).__name__}. Use "
-                f"{self._family}PandasApplier for pandas DataFrames."
+                f"{self._family}PandasApplier for pandas DataFrames; turn a Dask "
+                "Series into a DataFrame with series.to_frame(), a Dask Array with "
+                "dask.dataframe.from_dask_array(array, columns=[...])."
             )
         width = self._resolve_width(width)
         tasks = [

@@ -12,24 +12,112 @@ It handles both kinds of label space:
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from snorkel_structured import _warnings, exceptions
 from snorkel_structured._validation import (
     ABSTAIN,
     check_label_matrix,
     check_manifold_outputs,
+    check_points,
     warn_silent_lfs,
 )
+from snorkel_structured.spaces.finite import DENSE_MAX_LABELS
 
 __all__ = ["StructuredLFAnalysis"]
 
+# Label pairs per call of space.dist() on spaces too large for the dense matrix
+# (bounds the temporaries of the distance computation, as the spaces' own row blocks).
+_PAIR_BLOCK = 200_000
+_MISSING = object()
+
 
 def _is_finite_space(space: Any) -> bool:
-    return hasattr(space, "distance_matrix") and hasattr(space, "index")
+    # getattr_static, not hasattr: distance_matrix is a cached property that builds the
+    # (r, r) matrix (12 GiB for Permutations(8)), which the counts never need.
+    has_matrix = inspect.getattr_static(space, "distance_matrix", _MISSING)
+    return has_matrix is not _MISSING and hasattr(space, "index")
+
+
+def _uses_dense_matrix(space: Any) -> bool:
+    """Whether distances are read from ``space.distance_matrix``: small spaces, a matrix
+    already built, or a space without ``dist`` (as the label models decide)."""
+    return (
+        len(space) <= DENSE_MAX_LABELS
+        or "distance_matrix" in getattr(space, "__dict__", {})
+        or not callable(getattr(space, "dist", None))
+    )
+
+
+def _finite_distances(space: Any, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """Distances between label indices ``i`` and ``j`` (1-D, same length), as floats.
+
+    Spaces above ``DENSE_MAX_LABELS`` labels are computed with ``space.dist`` in
+    blocks of pairs, never building the (r, r) matrix.
+    """
+    if _uses_dense_matrix(space):
+        return np.asarray(space.distance_matrix[i, j], dtype=np.float64)
+    out = np.empty(i.size, dtype=np.float64)
+    for start in range(0, i.size, _PAIR_BLOCK):  # blocks of pairs, not rows
+        stop = start + _PAIR_BLOCK
+        out[start:stop] = space.dist(i[start:stop], j[start:stop])
+    return out
+
+
+def _masked_distances(
+    space: Any, i: np.ndarray, j: np.ndarray, mask: np.ndarray
+) -> np.ndarray:
+    """``d(i, j)`` where ``mask`` holds, NaN elsewhere (``i``, ``j``, ``mask``
+    broadcast); only the masked pairs are computed, so abstains (-1) never reach
+    the space."""
+    i, j, mask = np.broadcast_arrays(i, j, mask)
+    out = np.full(mask.shape, np.nan)
+    out[mask] = _finite_distances(space, i[mask], j[mask])
+    return out
+
+
+def warn_silent(
+    votes: np.ndarray, *, name: str, lf_names: list[Any] | None, stacklevel: int
+) -> None:
+    """Warn (``IdentifiabilityWarning``) about LFs that never voted, also when none did.
+
+    ``warn_silent_lfs`` leaves the all-silent case to label models, which raise; an
+    analysis still runs (all counts zero), so it warns there too.
+
+    Parameters
+    ----------
+    votes : ndarray of bool of shape (n_samples, n_lfs)
+        Where each LF voted.
+    name : str
+        Name of the vote matrix in the message.
+    lf_names : list, optional
+        LF names for the message.
+    stacklevel : int
+        As in ``warnings.warn``, counted from the caller of this function.
+    """
+    n_samples, n_lfs = votes.shape
+    counts = votes.sum(axis=0)
+    warn_silent_lfs(
+        counts,
+        n_samples=n_samples,
+        name=name,
+        lf_names=lf_names,
+        stacklevel=stacklevel + 1,
+    )
+    if n_lfs > 0 and not counts.any():
+        _warnings.warn(
+            f"No LF voted in {name}: all {n_lfs} LFs abstained on all {n_samples} "
+            "rows, so the coverages, overlaps and conflicts are all zero and the "
+            "data say nothing about the LFs' accuracies. Check that the LFs return "
+            f"labels (not None) on this data and that {name} is the appliers' output.",
+            exceptions.IdentifiabilityWarning,
+            stacklevel=stacklevel + 1,
+        )
 
 
 def _lf_name(lf: Any, j: int) -> Any:
@@ -103,7 +191,8 @@ class StructuredLFAnalysis:
     Warns
     -----
     IdentifiabilityWarning
-        When an LF never voted in ``L`` (zero coverage), naming it.
+        When an LF never voted in ``L`` (zero coverage), naming it; when no LF voted,
+        saying so.
 
     See Also
     --------
@@ -118,7 +207,9 @@ class StructuredLFAnalysis:
     LF, the distances to every other LF over their common rows. Under the paper's
     model with independent LFs, ``E d^2(lambda_a, lambda_b) ~ E d^2(lambda_a, Y) +
     E d^2(lambda_b, Y)`` (exactly in Euclidean space), so LFs far from all others are
-    the noisy ones.
+    the noisy ones. Finite spaces with more than ``DENSE_MAX_LABELS`` labels
+    (``Permutations(7)`` and up) are measured with ``space.dist``, never building
+    their (r, r) distance matrix, as in the label models.
 
     Examples
     --------
@@ -142,6 +233,7 @@ class StructuredLFAnalysis:
     ) -> None:
         self.space = space
         self._finite = _is_finite_space(space)
+        self._atol = atol
         if self._finite:
             self.L = check_label_matrix(L, n_labels=len(space), name="L")
             self._votes = self.L != ABSTAIN
@@ -155,9 +247,8 @@ class StructuredLFAnalysis:
             self._votes = ~np.isnan(self.L).all(axis=-1)
         n_lfs = self.L.shape[1]
         self.lf_names = lf_names(lfs, n_lfs, "L")
-        warn_silent_lfs(
-            self._votes.sum(axis=0),
-            n_samples=self.L.shape[0],
+        warn_silent(
+            self._votes,
             name="L",
             lf_names=self.lf_names if lfs is not None else None,
             stacklevel=2,
@@ -165,7 +256,16 @@ class StructuredLFAnalysis:
 
     @staticmethod
     def _check_points(L: Any, space: Any, atol: float) -> np.ndarray:
-        X = np.array(L, dtype=np.float64, copy=True)
+        try:
+            X = np.array(L, dtype=np.float64, copy=True)
+        except (TypeError, ValueError):
+            # None for an abstain, or ragged points: check_manifold_outputs has the
+            # message that says so (numpy's "inhomogeneous shape" does not).
+            check_manifold_outputs(L, space, name="L", atol=atol)
+            raise ValueError(  # pragma: no cover - the check above raises first
+                f"L must be a numeric array of shape (n_samples, n_lfs, "
+                f"{space.ambient_dim}) with a row of NaN where an LF abstains."
+            ) from None
         d = int(space.ambient_dim)
         if X.ndim == 2 and d == 1:
             X = X[..., None]
@@ -197,12 +297,9 @@ class StructuredLFAnalysis:
         """Distances (n_samples, n_lfs) from LF ``a`` to every LF; NaN on abstains."""
         both = self._votes[:, a, None] & self._votes
         if self._finite:
-            D = self.space.distance_matrix
-            idx = np.where(self.L < 0, 0, self.L)
-            dist = D[idx[:, a, None], idx]
-        else:
-            with np.errstate(invalid="ignore"):
-                dist = np.asarray(self.space.dist(self.L[:, a, None, :], self.L))
+            return _masked_distances(self.space, self.L[:, a, None], self.L, both)
+        with np.errstate(invalid="ignore"):
+            dist = np.asarray(self.space.dist(self.L[:, a, None, :], self.L))
         return np.where(both, dist, np.nan)
 
     def _distance_sums(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -313,21 +410,54 @@ class StructuredLFAnalysis:
                     f"Y must have {n} entries, one per row of L; got {Y.shape[0]}."
                 )
             return Y
-        Y = np.array(Y, dtype=np.float64)
         d = self.L.shape[2]
+        try:
+            Y = np.array(Y, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"Y must be a numeric array of shape ({n}, {d}), one gold point per "
+                "row of L, with a row of NaN where the gold label is unknown (not "
+                "None); got a ragged or non-numeric sequence."
+            ) from None
         if Y.ndim == 1 and d == 1:
             Y = Y[:, None]
         if Y.shape != (n, d):
             raise ValueError(f"Y must have shape ({n}, {d}); got {Y.shape}.")
+        # The checks L gets: a gold point that is partly NaN, infinite or off the
+        # manifold would give inf or distances of another geometry in the summary.
+        nan = np.isnan(Y)
+        partial = nan.any(axis=1) & ~nan.all(axis=1)
+        if partial.any():
+            i = int(np.flatnonzero(partial)[0])
+            raise ValueError(
+                f"Y[{i}] is partly NaN ({Y[i].tolist()}); a gold label that is "
+                "unknown must be a whole row of NaN."
+            )
+        infinite = np.isinf(Y).any(axis=1)
+        if infinite.any():
+            i = int(np.flatnonzero(infinite)[0])
+            raise ValueError(
+                f"Y[{i}] is not finite: {Y[i].tolist()}. Give the gold point, or a "
+                "whole row of NaN where it is unknown."
+            )
+        if hasattr(self.space, "belongs") and hasattr(self.space, "projection"):
+            # Raises on an off-manifold point; the projected copy is dropped, so the
+            # gold points are analysed as given, like the votes.
+            check_points(
+                Y,
+                self.space,
+                name="Y",
+                atol=self._atol,
+                allow_nan=True,
+                axis_names=("row",),
+            )
         return Y
 
     def _gold_distances(self, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Distances (n, m) from each vote to the gold label, valid mask (n, m)."""
         if self._finite:
             valid = self._votes & (Y[:, None] != ABSTAIN)
-            D = self.space.distance_matrix
-            dist = D[np.where(self.L < 0, 0, self.L), np.where(Y < 0, 0, Y)[:, None]]
-            return np.where(valid, dist, np.nan), valid
+            return _masked_distances(self.space, self.L, Y[:, None], valid), valid
         valid = self._votes & ~np.isnan(Y).any(axis=1)[:, None]
         with np.errstate(invalid="ignore"):
             dist = np.asarray(self.space.dist(self.L, Y[:, None, :]))
@@ -341,7 +471,9 @@ class StructuredLFAnalysis:
         Y : array-like, optional
             Gold labels for a development set: indices of shape (n_samples,) (``-1``
             where unknown) for finite spaces, points of shape (n_samples, ambient_dim)
-            for manifolds. Adds empirical columns.
+            for manifolds (a whole row of NaN where unknown; the points are checked
+            as ``L`` is: finite and on the manifold up to ``atol``). Adds empirical
+            columns.
         label_model : fitted label model, optional
             A fitted ``StructuredLabelModel`` or ``ManifoldLabelModel`` over this
             analysis's ``space`` and LFs; adds its estimated ``E[d^2]`` and weight
@@ -360,7 +492,8 @@ class StructuredLFAnalysis:
         Raises
         ------
         ValueError
-            If ``Y`` is malformed, or ``label_model`` is not fitted, was fitted on
+            If ``Y`` is malformed (for a manifold also: a point partly NaN, not
+            finite or off the manifold), or ``label_model`` is not fitted, was fitted on
             another space than ``space`` or on another number of LFs.
         """
         names = self.lf_names

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 from snorkel.labeling import LabelingFunction
 
 from snorkel_structured._validation import ABSTAIN
@@ -23,6 +24,13 @@ from snorkel_structured.labeling._common import (
 )
 
 __all__ = ["StructuredLabelingFunction", "structured_labeling_function"]
+
+
+def _holds_bool(value: Any) -> bool:
+    """Whether ``value`` is a bool or a tuple or list holding one (at any depth)."""
+    if isinstance(value, (bool, np.bool_)):
+        return True
+    return isinstance(value, (tuple, list)) and any(_holds_bool(v) for v in value)
 
 
 def _check_finite_space(space: Any) -> None:
@@ -65,8 +73,10 @@ class StructuredLabelingFunction(LabelingFunction):
     ------
     ValueError
         When ``f`` returns something that is not an item of ``space`` (the message
-        names the LF, the row and the value). Snorkel's appliers would otherwise cast
-        floats to int and treat negative numbers as abstains without a word.
+        names the LF, the row and the value), including a bool (or a tuple holding
+        one) standing for an item that is not a bool: ``True == 1`` would otherwise
+        find item 1. Snorkel's appliers would otherwise cast floats to int and treat
+        negative numbers as abstains without a word.
 
     See Also
     --------
@@ -97,17 +107,30 @@ class StructuredLabelingFunction(LabelingFunction):
         if item is None:
             return ABSTAIN
         try:
-            return int(self.space.index(item))
+            index = int(self.space.index(item))
         except (ValueError, TypeError, KeyError):
             hint = ""
             if isinstance(item, (int, float)) and item == ABSTAIN:
                 hint = " Return None (not -1) to abstain."
-            raise ValueError(
-                f"Labeling function {self.name!r} returned {short_repr(item)} for "
-                f"{describe_row(x)}, which is not an item of {self.space!r}. Return an "
-                f"item of the space (e.g. {short_repr(self.space.item(0))}) or None to "
-                f"abstain.{hint}"
-            ) from None
+            raise self._not_an_item(x, item, hint) from None
+        # True == 1 hashes alike, so index() maps True to item 1 and (True, False, 2)
+        # to (1, 0, 2); a bool is an item only of a space whose item holds one too
+        # (as the ranking LF refuses bools as item ids).
+        if _holds_bool(item) and not _holds_bool(self.space.item(index)):
+            raise self._not_an_item(
+                x,
+                item,
+                " A bool is not an item of this space (True would be read as 1); return the item itself.",
+            )
+        return index
+
+    def _not_an_item(self, x: Any, item: Any, hint: str) -> ValueError:
+        return ValueError(
+            f"Labeling function {self.name!r} returned {short_repr(item)} for "
+            f"{describe_row(x)}, which is not an item of {self.space!r}. Return an "
+            f"item of the space (e.g. {short_repr(self.space.item(0))}) or None to "
+            f"abstain.{hint}"
+        )
 
     def __repr__(self) -> str:
         return (

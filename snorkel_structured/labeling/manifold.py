@@ -41,6 +41,29 @@ __all__ = [
 ]
 
 
+# Scalars that numpy turns into floats but that are no coordinates; np.str_ and
+# np.bytes_ subclass str and bytes.
+_NON_NUMERIC = (str, bytes, bool, np.bool_)
+
+
+def _non_numeric(value: Any) -> bool:
+    """Whether an LF output is, or holds, a string, bytes or a bool.
+
+    Checks the value itself, a list or tuple's entries (a point has a handful) and
+    an array's dtype, without converting anything.
+    """
+    if isinstance(value, _NON_NUMERIC):
+        return True
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind in "USb" or (
+            value.dtype == object
+            and any(isinstance(v, _NON_NUMERIC) for v in value.ravel())
+        )
+    if isinstance(value, (list, tuple)):
+        return any(isinstance(v, _NON_NUMERIC) for v in value)
+    return False
+
+
 def _check_manifold_space(space: Any) -> int:
     missing = [
         a for a in ("ambient_dim", "belongs", "projection") if not hasattr(space, a)
@@ -85,8 +108,9 @@ class ManifoldLabelingFunction(ArrayLabelingFunction):
     Raises
     ------
     ValueError
-        On calling, when the output has the wrong shape, is not finite, or is off the
-        manifold by more than ``atol``.
+        On calling, when the output is not numeric (including strings, bytes and
+        bools, which numpy would convert), has the wrong shape, is not finite, or is
+        off the manifold by more than ``atol``.
 
     See Also
     --------
@@ -136,6 +160,12 @@ class ManifoldLabelingFunction(ArrayLabelingFunction):
         value = self._run(x)
         if value is None:
             return None
+        # float64 conversion would parse "4.0" and b"7" and read True as 1.0: a
+        # vote the LF did not mean as a coordinate, so these are refused first.
+        if _non_numeric(value):
+            raise self._error(
+                x, value, "not numeric (strings, bytes and bools are not coordinates)"
+            )
         try:
             point = np.array(value, dtype=np.float64)
         except (TypeError, ValueError):

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from snorkel_structured._validation import check_scalar, warn_silent_lfs
-from snorkel_structured.labeling.analysis import lf_names
+from snorkel_structured._validation import check_scalar
+from snorkel_structured.labeling.analysis import lf_names, warn_silent
 from snorkel_structured.rankings._votes import (
     check_orderings,
     check_votes,
@@ -102,7 +102,8 @@ class RankingLFAnalysis:
     Warns
     -----
     IdentifiabilityWarning
-        When an LF never voted in ``V`` (zero coverage), naming it.
+        When an LF never voted in ``V`` (zero coverage), naming it; when no LF voted,
+        saying so.
 
     See Also
     --------
@@ -159,9 +160,8 @@ class RankingLFAnalysis:
         self._lengths = (self.V >= 0).sum(axis=2)  # (n_rows, n_lfs) list lengths
         self._votes = self._lengths > 0
         self._counts: dict[str, np.ndarray] | None = None
-        warn_silent_lfs(
-            self._votes.sum(axis=0),
-            n_samples=n_rows,
+        warn_silent(
+            self._votes,
             name="V",
             lf_names=self.lf_names if lfs is not None else None,
             stacklevel=2,

@@ -9,6 +9,7 @@ uncertain, as one would drop finite rows whose ``predict_proba`` is flat.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -45,7 +46,9 @@ def filter_unlabeled_manifold(
 
     Returns
     -------
-    X_filtered : same type as ``X``
+    X_filtered : pandas object or ndarray
+        A DataFrame or Series filtered with ``.iloc``; other ``X`` as an array, or
+        as a list when its rows have different lengths (a ragged list).
     y_filtered : ndarray of shape (n_kept, ambient_dim)
 
     Raises
@@ -69,7 +72,15 @@ def filter_unlabeled_manifold(
     >>> filter_unlabeled_manifold(np.arange(3), y, L, spread=spread, max_spread=0.5)[0]
     array([0])
     """
-    L_arr = np.asarray(L, dtype=np.float64)
+    try:
+        L_arr = np.asarray(L, dtype=np.float64)
+    except (TypeError, ValueError):  # numpy: "... inhomogeneous shape", or None
+        raise ValueError(
+            "L must be a numeric array; got a ragged nested sequence (points of "
+            "different lengths, or None for abstains). Give a float array of shape "
+            "(n_samples, n_lfs, ambient_dim) with a row of NaN where an LF abstains "
+            "(not None), e.g. from ss.ManifoldPandasApplier(lfs).apply(df)."
+        ) from None
     if L_arr.ndim != 3:
         raise ValueError(
             "L must be the LF outputs, shape (n_samples, n_lfs, ambient_dim) with NaN "
@@ -100,4 +111,10 @@ def filter_unlabeled_manifold(
             keep &= np.nan_to_num(s, nan=np.inf) <= limit
     if hasattr(X, "iloc"):
         return X.iloc[keep], y_arr[keep]
-    return np.asarray(X)[keep], y_arr[keep]
+    try:
+        X_arr = np.asarray(X)
+    except ValueError:
+        # Rows of different lengths (e.g. token lists) make no array: filter the
+        # sequence itself, keeping its rows as they are.
+        return list(itertools.compress(X, keep)), y_arr[keep]
+    return X_arr[keep], y_arr[keep]
