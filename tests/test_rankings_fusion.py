@@ -346,3 +346,57 @@ def test_large_finite_weights_give_the_unscaled_orderings(method):
     # no ordering.
     w = np.array([1.0, 2.0, 0.0])
     np.testing.assert_array_equal(method(V4, weights=w * 1e300), method(V4, weights=w))
+
+
+# --- item ids that a cast to int64 would wrap or that a ragged input hides ----------
+
+
+@pytest.mark.parametrize(
+    "big", [2**64 - 1, 2**63, np.float64(2.0**63), np.float64(1e19), -1e19]
+)
+def test_ids_beyond_int64_are_rejected_not_wrapped(big):
+    # uint64 2**64 - 1 used to wrap to -1 (read as padding) and 2**63 to a negative
+    # id; floats of 2**63 and beyond wrap alike. Every caller of the check sees it.
+    dtype = np.uint64 if isinstance(big, int) else np.float64
+    V = np.array([[[0, big, big]]], dtype=dtype)
+    value = str(int(np.array(big, dtype=dtype)))
+    msg = rf"V\[0, 0, 1\] = {value} is not an item id in 0\.\.2 nor -1 \(padding\)"
+    for call in (pairwise_votes, borda, reciprocal_rank_fusion, copeland):
+        with pytest.raises(ValueError, match=msg):
+            call(V)
+    Y = np.array([[0, 1, big]], dtype=dtype)
+    with pytest.raises(
+        ValueError, match=rf"Y\[0, 2\] = {value} is not an item id in 0\.\.2\."
+    ):
+        check_orderings(Y)
+
+
+def test_unsigned_and_integral_float_ids_in_range_are_unchanged():
+    V = np.array([[[2, 0, 1], [1, -1, -1]], [[0, 1, 2], [-1, -1, -1]]])
+    ref = pairwise_votes(V)
+    full = np.array([[[2, 0, 1], [1, 2, 0]]])
+    np.testing.assert_array_equal(
+        pairwise_votes(full.astype(np.uint64)), pairwise_votes(full)
+    )
+    np.testing.assert_array_equal(pairwise_votes(V.astype(np.float64)), ref)
+    for method in METHODS:
+        np.testing.assert_array_equal(method(V.astype(np.float64)), method(V))
+        np.testing.assert_array_equal(method(full.astype(np.uint64)), method(full))
+    np.testing.assert_array_equal(
+        check_orderings(np.array([[2, 0, 1]], np.uint64)), [[2, 0, 1]]
+    )
+
+
+def test_unpadded_top_k_lists_get_the_padding_message():
+    from snorkel_structured.labeling import RankingLFAnalysis
+
+    ragged = [[[0, 1, 2], [2, 1]], [[1, 0, 2], [0]]]
+    msg = "ragged .* pad top-k lists with -1"
+    for call in (pairwise_votes, borda, pairwise_majority_matrix, RankingLFAnalysis):
+        with pytest.raises(ValueError, match=msg):
+            call(ragged)
+    with pytest.raises(ValueError, match="ragged .* must list all n_items items"):
+        check_orderings([[0, 1, 2], [2, 1]])
+    # Padded, the same votes are accepted.
+    padded = [[[0, 1, 2], [2, 1, -1]], [[1, 0, 2], [0, -1, -1]]]
+    assert pairwise_votes(padded).shape == (2, 2, 3)

@@ -169,6 +169,30 @@ def test_exact_dp_equals_ilp_on_8_to_10_items():
 
 
 def test_exact_dp_ties_put_lower_ids_first():
+    """The documented tie rule, checked against all permutations: among tied
+    optima, exact_dp returns the one whose reversal is lexicographically largest
+    (the highest id that ends an optimum goes last, and so on towards the front).
+    When every ordering ties, that is 0, 1, ..., n - 1."""
+    rng = np.random.default_rng(5)
+    n_tied = n_not_smallest = 0
+    for n_items in range(1, 7):
+        for hi in (1, 2, 3):  # small integer weights: many exact ties
+            C = rng.integers(0, hi + 1, (12, n_items, n_items)).astype(np.float64)
+            orders = kemeny_rank(C, "exact_dp")
+            for r in range(C.shape[0]):
+                _, argbest = brute_force(C[r])
+                rule = max(argbest, key=lambda perm: perm[::-1])
+                assert tuple(orders[r]) == rule, (n_items, hi, r)
+                n_tied += len(argbest) > 1
+                n_not_smallest += rule != min(argbest)
+    # The check is about ties: most instances have several optima, and the rule
+    # often differs from "the lexicographically smallest optimum".
+    assert n_tied > 100 and n_not_smallest > 20
+    # The fuzzing report's case: the optima are (0, 2, 1), (1, 0, 2) and (2, 1, 0);
+    # reversed, (1, 2, 0), (2, 0, 1) and (0, 1, 2), of which (2, 0, 1) is largest.
+    C = np.array([[0, 1, 1], [2, 0, 0], [0, 1, 0]], dtype=float)
+    assert sorted(brute_force(C)[1]) == [(0, 2, 1), (1, 0, 2), (2, 1, 0)]
+    assert kemeny_rank(C, "exact_dp").tolist() == [1, 0, 2]
     for n_items in (1, 2, 5, 9):
         zero = np.zeros((2, n_items, n_items))
         np.testing.assert_array_equal(

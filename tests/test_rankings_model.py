@@ -371,6 +371,12 @@ def test_empty_and_unvoted_inputs_get_clear_answers():
         ss.RankingLabelModel(ss.Rankings(5)).fit(V, V_dev=V[:0], Y_dev=Y[:0])
 
 
+def test_fit_on_unpadded_top_k_lists_says_how_to_pad():
+    ragged = [[[0, 1], [2, 1, 0]], [[1, 0, 2, 3], [3]]]
+    with pytest.raises(ValueError, match="pad top-k lists with -1"):
+        ss.RankingLabelModel(ss.Rankings(4)).fit(ragged)
+
+
 def test_save_load_round_trip(tmp_path):
     V, _ = _mallows_votes(400, 9, [0.3, 0.6, 1.0], 9, seed=10)
     lm = ss.RankingLabelModel(ss.Rankings(9), seed=0).fit(V)
@@ -919,3 +925,41 @@ def test_lfs_whose_errors_depend_on_each_other_get_equal_weights():
         warnings.simplefilter("ignore", IdentifiabilityWarning)
         lm = ss.RankingLabelModel(space, seed=0).fit(V)
     assert lm.frustrated_triangles_ == []
+
+
+def test_bad_pairwise_votes_get_a_pairwise_message():
+    # S holds signed pair votes, not item ids: its messages say so.
+    lm = ss.RankingLabelModel(ss.Rankings(3), noise="pairwise", seed=0)
+    signed = "signed pair votes in {-1, 0, 1}"
+    for S, problem in (
+        (np.full((4, 3, 3), 0.5), "non-integer or non-finite"),
+        (np.full((4, 3, 3), np.nan), "non-integer or non-finite"),
+        (np.full((4, 3, 3), "1"), "integer array of signed pair votes"),
+        (np.full((4, 3, 3), 2), r"S\[0, 0, 0\] = 2 is not a signed pair vote"),
+        # uint64 2**64 - 1 used to wrap to -1 (a vote for j before i).
+        (
+            np.full((4, 3, 3), 2**64 - 1, dtype=np.uint64),
+            r"S\[0, 0, 0\] = 18446744073709551615 is not a signed pair vote",
+        ),
+        # int8 wraps 255 to -1 and 256 to 0.
+        (np.full((4, 3, 3), 255, dtype=np.uint8), r"= 255 is not a signed pair"),
+        (np.full((4, 3, 3), 256), r"= 256 is not a signed pair"),
+    ):
+        with pytest.raises(ValueError, match=problem) as err:
+            lm.fit(S, pairwise=True)
+        assert "item id" not in str(err.value)
+        assert signed in str(err.value)
+    with pytest.raises(ValueError, match="S is ragged .* 0 for unordered pairs"):
+        ss.rankings.check_pairwise([[[1, 0, 1], [1, 0]]] * 4, 3)
+    # Valid signed votes of any integer or integral float dtype give the same fit.
+    rng = np.random.default_rng(0)
+    S = rng.integers(-1, 2, (60, 3, 3))
+    ref = ss.RankingLabelModel(ss.Rankings(3), noise="pairwise", seed=0).fit(
+        S, pairwise=True
+    )
+    for dtype in (np.int8, np.float64):
+        other = ss.RankingLabelModel(ss.Rankings(3), noise="pairwise", seed=0)
+        other.fit(S.astype(dtype), pairwise=True)
+        np.testing.assert_array_equal(
+            other.predict(S, pairwise=True), ref.predict(S, pairwise=True)
+        )

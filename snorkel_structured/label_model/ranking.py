@@ -47,6 +47,8 @@ from snorkel_structured.label_model._ranking_votes import PairVotes, pair_votes
 from snorkel_structured.rankings._gibbs import gibbs_sweeps
 from snorkel_structured.rankings._votes import (
     check_orderings,
+    check_pairwise,
+    check_votes,
     kendall_tau_distance,
     pair_index,
 )
@@ -310,7 +312,12 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
         to_stats = functools.partial(self._chunk_stats, pairwise=pairwise, n_lfs=n_lfs)
         if is_dask_collection(V) or isinstance(V, Iterator):
             return reduce_stats(V, to_stats, first_row=first_row)
-        V = np.asarray(V)
+        try:
+            V = np.asarray(V)
+        except ValueError:  # ragged lists: the votes' own check says how to pad them
+            n = self.space.n_items
+            check_pairwise(V, n) if pairwise else check_votes(V, n)
+            raise
         # Blocks of rows bound the pairwise copies (n_rows x n_lfs x n_pairs bytes).
         block = max(
             1,

@@ -42,13 +42,29 @@ def pair_index(n_items: int) -> tuple[np.ndarray, np.ndarray]:
     return np.triu_indices(n_items, 1)
 
 
-def _as_int_array(V: Any, name: str, ndim: int) -> np.ndarray:
-    arr = np.asarray(V)
+def _as_int_array(
+    V: Any, name: str, ndim: int, n_items: int | None = None, *, full: bool = False
+) -> np.ndarray:
+    """``V`` as int64 item ids (``n_items=None``: ``V.shape[-1]`` items; ``full``:
+    no -1 padding), after checks that the cast cannot hide: dtype, shape, integral
+    values, and values beyond the int64 range (which would wrap)."""
+    fix = (
+        "every ordering must list all n_items items"
+        if full
+        else "pad top-k lists with -1 at the end to n_items slots"
+    )
+    try:
+        arr = np.asarray(V)
+    except ValueError:  # numpy's "inhomogeneous shape" for ragged sequences
+        raise ValueError(
+            f"{name} is ragged (its lists have unequal lengths); {fix}."
+        ) from None
     if arr.dtype == object or not (
         np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
     ):
         raise ValueError(
-            f"{name} must be an integer array of item ids; got dtype {arr.dtype}."
+            f"{name} must be an integer array of item ids; got dtype {arr.dtype} "
+            f"(if its lists have unequal lengths, {fix})."
         )
     if arr.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimensions; got shape {arr.shape}.")
@@ -56,9 +72,31 @@ def _as_int_array(V: Any, name: str, ndim: int) -> np.ndarray:
         if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
             raise ValueError(
                 f"{name} holds non-integer or non-finite values; pass item ids "
-                "0..n_items-1 and -1 for padding."
+                "0..n_items-1" + ("." if full else " and -1 for padding.")
             )
+    big = _beyond_int64(arr)
+    if big is not None:
+        n = arr.shape[-1] if n_items is None else n_items
+        raise ValueError(
+            f"{name}{big[0]} = {big[1]} is not an item id in 0..{n - 1}"
+            + ("." if full else " nor -1 (padding).")
+        )
     return arr.astype(np.int64, copy=False)
+
+
+def _beyond_int64(arr: np.ndarray) -> tuple[list[int], int] | None:
+    """The first entry (index, exact value) of an unsigned or float array that
+    int64 cannot hold (a cast would wrap it, e.g. ``2**64 - 1`` to -1), or None."""
+    if np.issubdtype(arr.dtype, np.unsignedinteger):
+        bad = arr > np.uint64(np.iinfo(np.int64).max)
+    elif np.issubdtype(arr.dtype, np.floating):
+        bad = (arr >= 2.0**63) | (arr < -(2.0**63))
+    else:
+        return None
+    if not bad.any():
+        return None
+    where = tuple(int(x) for x in np.argwhere(bad)[0])
+    return list(where), int(arr[where])
 
 
 def _check_lists(V: np.ndarray, name: str, n_items: int, *, full: bool) -> None:
@@ -103,7 +141,7 @@ def check_votes(V: Any, n_items: int | None = None) -> np.ndarray:
     -------
     V : ndarray of int64 of shape (n_rows, n_lfs, n_items)
     """
-    arr = _as_int_array(V, "V", 3)
+    arr = _as_int_array(V, "V", 3, n_items)
     if arr.shape[1] < 1 or arr.shape[2] < 2:
         raise ValueError(
             f"V must have at least 1 LF and 2 items; got shape {arr.shape} "
@@ -115,27 +153,59 @@ def check_votes(V: Any, n_items: int | None = None) -> np.ndarray:
 
 def check_orderings(Y: Any, n_items: int | None = None, name: str = "Y") -> np.ndarray:
     """Validate full orderings (n_rows, n_items), each a permutation of the items."""
-    arr = _as_int_array(Y, name, 2)
+    arr = _as_int_array(Y, name, 2, n_items, full=True)
     _check_lists(arr, name, arr.shape[1] if n_items is None else n_items, full=True)
+    return arr
+
+
+_PAIR_VALUES = (
+    "pass signed pair votes in {-1, 0, 1}: +1 (i before j), -1 (j before i), "
+    "0 (unordered)"
+)
+
+
+def _as_signed_pairs(S: Any) -> np.ndarray:
+    """``S`` as an integer or integral-float array of 3 dimensions (not yet
+    range-checked; the caller checks -1 <= S <= 1 before any cast)."""
+    try:
+        arr = np.asarray(S)
+    except ValueError:  # numpy's "inhomogeneous shape" for ragged sequences
+        raise ValueError(
+            "S is ragged (its votes have unequal lengths); every vote must have "
+            "n_items (n_items - 1) / 2 entries, 0 for unordered pairs."
+        ) from None
+    if arr.dtype == object or not (
+        np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
+    ):
+        raise ValueError(
+            f"S must be an integer array of signed pair votes; got dtype "
+            f"{arr.dtype}: {_PAIR_VALUES}."
+        )
+    if arr.ndim != 3:
+        raise ValueError(f"S must have 3 dimensions; got shape {arr.shape}.")
+    if np.issubdtype(arr.dtype, np.floating) and (
+        not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr))
+    ):
+        raise ValueError(f"S holds non-integer or non-finite values; {_PAIR_VALUES}.")
     return arr
 
 
 def check_pairwise(S: Any, n_items: int) -> np.ndarray:
     """Validate a pairwise vote array (n_rows, n_lfs, n_pairs) with values in {-1, 0, 1}."""
-    arr = _as_int_array(S, "S", 3)
+    arr = _as_signed_pairs(S)
     if arr.shape[2] != n_pairs(n_items):
         raise ValueError(
             f"S has {arr.shape[2]} pairs per vote; {n_items} items have "
             f"{n_pairs(n_items)} (numpy.triu_indices(n_items, 1) order)."
         )
-    bad = np.abs(arr) > 1
+    bad = (arr < -1) | (arr > 1)  # before the cast: int8 would wrap e.g. 255 to -1
     if bad.any():
         where = tuple(int(x) for x in np.argwhere(bad)[0])
         raise ValueError(
-            f"S{list(where)} = {int(arr[where])}; pairwise votes are +1 (i before j), "
-            "-1 (j before i) or 0 (unordered)."
+            f"S{list(where)} = {int(arr[where])} is not a signed pair vote; "
+            f"{_PAIR_VALUES}."
         )
-    return arr.astype(np.int8, copy=False)
+    return arr.astype(np.int8)  # a copy, as before: never a view of the input
 
 
 def vote_positions(V: np.ndarray) -> np.ndarray:

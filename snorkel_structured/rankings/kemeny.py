@@ -268,8 +268,12 @@ def _rank_dp(C: np.ndarray) -> np.ndarray:
     (:func:`_dp_layers_uncached`), so that ``W`` of a layer is ``W`` of contiguous
     slices of the previous layer plus one row of ``C``: no gather. A loop over the
     k members' slots (members in descending order, strict comparisons) keeps the
-    best last item: among tied ones the highest id, so that ties put lower ids
-    first. Tables are laid out (subset, row), so every step is a vectorized
+    best last item: among tied ones the highest id. The ordering is read from the
+    back (the full set's choice last, and so on), so among tied optima it is the
+    one whose reversal is lexicographically largest: the highest id that ends
+    some optimum goes last, then, among the optima ending with it, the highest id
+    found just before it, and so on. This is not the lexicographically smallest
+    optimum in general. Tables are laid out (subset, row), so every step is a vectorized
     operation over the chunk's rows, and a row's result does not depend on the
     other rows of its chunk.
     """
@@ -624,8 +628,15 @@ def kemeny_rank(
         Item ids, best first. Deterministic: the same ``C`` and int ``seed`` give
         the same orderings (the heuristic draws one random stream for all rows, so
         a row's ordering may change when other rows are added to the batch). Among
-        tied optima, ``"exact_dp"`` puts lower ids first; ``"ilp"`` returns
-        whichever optimum the solver finds.
+        tied optima, ``"exact_dp"`` returns the one whose reversal is
+        lexicographically largest: the last position holds the highest id that
+        ends some optimal ordering, the position before it the highest id found
+        there in an optimal ordering with that last item, and so on back to the
+        front. When all orderings tie (e.g. a zero ``C``) this is
+        ``0, 1, ..., n_items - 1``, but in general it is not the lexicographically
+        smallest optimum (for ``C = [[0, 1, 1], [2, 0, 0], [0, 1, 0]]`` the optima
+        are ``[0, 2, 1]``, ``[1, 0, 2]`` and ``[2, 1, 0]``, and it returns
+        ``[1, 0, 2]``). ``"ilp"`` returns whichever optimum the solver finds.
 
     Raises
     ------
