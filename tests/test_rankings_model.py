@@ -377,6 +377,27 @@ def test_fit_on_unpadded_top_k_lists_says_how_to_pad():
         ss.RankingLabelModel(ss.Rankings(4)).fit(ragged)
 
 
+def test_pairwise_model_warns_when_its_fit_leaves_the_agreements_far_behind():
+    # Votes from the pairwise model itself (independent flips of each pair): the
+    # likelihood fit stays near the agreements' estimate, and no warning.
+    rng = np.random.default_rng(0)
+    n, eps = 6, np.array([0.1, 0.2, 0.3, 0.35])
+    truth = ss.Rankings(n).random_point(3000, seed=1)
+    t = pairwise_votes(truth[:, None, :])[:, 0]
+    flips = rng.random((3000, eps.size, t.shape[1])) < eps[None, :, None]
+    S = np.where(flips, -t[:, None, :], t[:, None, :]).astype(np.int8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdentifiabilityWarning)
+        lm = ss.RankingLabelModel(ss.Rankings(n), seed=0).fit(S, pairwise=True)
+    np.testing.assert_allclose(lm.theta_, np.log((1 - eps) / eps), atol=0.25)
+    # Mallows lists (orderings) under the pairwise model: its likelihood rewards a
+    # truth that copies the best LF, whose weight runs off (measured: 1.3 -> 11).
+    V, _ = _mallows_votes(800, 5, [0.3, 0.6, 0.9, 0.5], 5, seed=1)
+    with pytest.warns(IdentifiabilityWarning, match="far above what their agree"):
+        lm = ss.RankingLabelModel(ss.Rankings(5), noise="pairwise", seed=0).fit(V)
+    assert lm.theta_.max() > lm.theta_triplet_.max() + np.log(10)
+
+
 def test_save_load_round_trip(tmp_path):
     V, _ = _mallows_votes(400, 9, [0.3, 0.6, 1.0], 9, seed=10)
     lm = ss.RankingLabelModel(ss.Rankings(9), seed=0).fit(V)

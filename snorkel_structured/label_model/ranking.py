@@ -37,6 +37,7 @@ from snorkel_structured.label_model._ranking_checks import (
 from snorkel_structured.label_model._ranking_checks import (
     equal_if_frustrated,
     evidence_checks,
+    warn_if_pairwise_drift,
 )
 from snorkel_structured.label_model._ranking_dev import DEV_FOLDS as DEV_FOLDS
 from snorkel_structured.label_model._ranking_dev import (
@@ -477,6 +478,8 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
                 max_iter=self.max_iter,
                 seed=check_seed(self.seed),
             )
+            if noise == "pairwise":
+                warn_if_pairwise_drift(theta, theta0)
         theta[coverage == 0] = 0.0
         slope[coverage == 0] = 0.0
         theta, slope = evidence_checks(stats, theta, slope, self.dependencies_)
