@@ -8,7 +8,12 @@ from typing import Any
 import numpy as np
 
 from snorkel_structured._validation import check_scalar, check_seed
-from snorkel_structured.noise.finite import expected_sq_dist_by_label, sample_votes
+from snorkel_structured.noise.finite import (
+    _check_abstain_rates,
+    _check_theta,
+    expected_sq_dist_by_label,
+    sample_votes,
+)
 from snorkel_structured.spaces.finite import FiniteMetricSpace
 from snorkel_structured.spaces.permutations import Permutations
 
@@ -73,9 +78,11 @@ def make_label_matrix(
     n_samples : int
     space : FiniteMetricSpace
     theta : array-like of shape (n_lfs,) or (n_lfs, r)
+        Finite (NaN or inf raises a ValueError).
     prior : array-like of shape (r,)
         Probabilities over the labels of ``space`` (normalized here).
     abstain : float or array-like of shape (n_lfs,), default=0.0
+        Abstain rates in [0, 1].
     seed : None, int or numpy.random.Generator
 
     Returns
@@ -96,9 +103,11 @@ def make_label_matrix(
         raise ValueError(
             f"theta must have shape (n_lfs,) or (n_lfs, {r}); got {th.shape}."
         )
+    _check_theta(th)
     rates = np.broadcast_to(
         np.asarray(abstain, dtype=np.float64), (th.shape[0],)
     ).copy()
+    _check_abstain_rates(rates)
     y_rng, vote_rng = rng.spawn(
         2
     )  # independent streams: votes never reuse y's uniforms
@@ -138,8 +147,10 @@ def make_ranking_data(
     n_items : int, default=4
     metric : str, default="kendall_tau"
     theta : array-like of shape (n_lfs,) or (n_lfs, n_items!)
+        Finite (NaN or inf raises a ValueError).
     centers : array-like of int, optional
-        Label indices of the centers; drawn at random (distinct) when omitted.
+        Label indices of the centers: distinct whole numbers in ``[0, n_items!)``;
+        drawn at random (distinct) when omitted.
     n_centers : int, default=2
     center_probs : array-like of shape (n_centers,), default=(0.2, 0.8)
     abstain : float or array-like of shape (n_lfs,), default=0.0
@@ -164,7 +175,7 @@ def make_ranking_data(
             n_centers, "n_centers", kind="int", low=1, high=len(space)
         )
         centers = center_rng.choice(len(space), size=n_centers, replace=False)
-    centers = np.asarray(centers, dtype=np.int64)
+    centers = _check_centers(centers, len(space))
     probs = np.asarray(center_probs, dtype=np.float64)
     if probs.shape != centers.shape:
         raise ValueError(
@@ -175,6 +186,38 @@ def make_ranking_data(
     return make_label_matrix(
         n_samples, space=space, theta=theta, prior=prior, abstain=abstain, seed=data_rng
     )
+
+
+def _check_centers(centers: Any, r: int) -> np.ndarray:
+    """``centers`` as distinct int64 label indices in ``[0, r)``, or a ValueError."""
+    hint = (
+        f"give distinct label indices in [0, {r}) (e.g. space.encode(ordering)), or "
+        "omit centers to draw n_centers at random."
+    )
+    c = np.asarray(centers)
+    if c.ndim != 1 or c.size == 0 or c.dtype.kind not in "iuf":
+        raise ValueError(
+            f"centers must be a non-empty 1-D array of label indices; got shape "
+            f"{c.shape}, dtype {c.dtype}; {hint}"
+        )
+    if c.dtype.kind == "f":
+        bad = ~np.isfinite(c) | (c != np.round(c))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(
+                f"centers[{i}] = {c[i].item()!r} is not a whole number; {hint}"
+            )
+    bad = (c < 0) | (c >= r)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"centers[{i}] = {c[i].item()!r} is out of range; {hint}")
+    c = c.astype(np.int64)
+    uniq, counts = np.unique(c, return_counts=True)
+    if (counts > 1).any():
+        raise ValueError(
+            f"centers holds label {int(uniq[counts > 1][0])} more than once; {hint}"
+        )
+    return c
 
 
 def make_close_centers_data(n_samples: int, *, seed: Any = None) -> SyntheticData:

@@ -183,6 +183,50 @@ def test_bad_arguments_are_usage_errors(argv, message, capsys, monkeypatch):
         assert "a range (0-9)" in err or "lower seed first" in err
 
 
+# Seed ranges are capped (a typo such as 0-999999999999 ended in a MemoryError) and
+# seeds above 2**32 - 1 refused (Snorkel's LabelModel failed on them inside the run).
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["reproduce", "hyperbolic", "--seeds", "0-10000"],
+            "'0-10000' holds 10001 or more seeds; one --seeds value may hold at most "
+            "10,000",
+        ),
+        (
+            ["benchmark", "--seeds", "0-9999,10000"],
+            "'0-9999,10000' holds 10001 or more seeds",
+        ),
+        (
+            ["benchmark", "--seeds", "4294967296"],
+            "argument --seeds: seed 4294967296 in '4294967296' is too large: seeds go "
+            "up to 4294967295 (2**32 - 1",
+        ),
+        (
+            ["reproduce", "hyperbolic", "--seeds", "0", "99999999999999999999999"],
+            "seed 99999999999999999999999 in '99999999999999999999999' is too large",
+        ),
+    ],
+)
+def test_too_many_or_too_large_seeds_are_usage_errors(
+    argv, message, capsys, monkeypatch
+):
+    monkeypatch.setattr(cli, "run_experiment", _must_not_run)
+    monkeypatch.setattr(cli, "run_benchmark_command", _must_not_run)
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([*argv, "--no-progress"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_seeds_at_the_limits_parse():
+    assert cli._seed_list("0-9999") == list(range(10_000))
+    assert cli._seed_list("5,4294967295") == [5, 2**32 - 1]
+    assert cli.MAX_SEEDS == 10_000 and cli.MAX_SEED == 2**32 - 1
+
+
 def _must_not_run(*args, **kwargs):
     raise AssertionError("a run started despite a bad argument")
 

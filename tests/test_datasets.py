@@ -12,6 +12,7 @@ import pytest
 import snorkel_structured as ss
 from snorkel_structured import datasets as D
 from snorkel_structured.datasets import _geo
+from snorkel_structured.datasets._task import WeakSupervisionTask, finite_distance
 
 
 @pytest.fixture(scope="module")
@@ -296,3 +297,202 @@ def test_region_votes_ignore_test_regions(monkeypatch):
         other.L_test.ravel()
     )
     assert base.space.decode(base.Y_test) != other.space.decode(other.Y_test)
+
+
+# -- errors() checks its inputs: labels in range, points on the space ----------------
+
+
+def _toy_task(space, fallback, kind="finite"):
+    """A 2-row task on ``space``: only errors() and its checks are used."""
+    return WeakSupervisionTask(
+        name="toy",
+        kind=kind,
+        space=space,
+        L_train=np.zeros((2, 1)),
+        L_test=np.zeros((2, 1)),
+        Y_train=np.zeros(2),
+        Y_test=np.zeros(2),
+        lf_names=("lf",),
+        metric="toy",
+        distance=finite_distance(space) if kind == "finite" else space.dist,
+        normalizer=2.0,
+        fallback=fallback,
+    )
+
+
+def test_finite_errors_by_hand():
+    task = _toy_task(ss.Discrete(3), fallback=2)  # 0/1 distance
+    # -1 is scored as the fallback 2; whole-number floats are label indices.
+    np.testing.assert_array_equal(
+        task.errors([0, -1, 2.0, 1], [0, 0, 2, 2.0]), [0.0, 1.0, 0.0, 1.0]
+    )
+    np.testing.assert_array_equal(task.normalized_errors([0, -1.0], [1, 2]), [0.5, 0.0])
+
+
+@pytest.mark.parametrize(
+    ("pred", "Y", "message"),
+    [
+        # was scored as label 1 (negative indexing)
+        ([0, -2], [0, 1], r"pred has -2 at row 1, which is out of range"),
+        # was a bare IndexError
+        ([3, 0], [0, 1], r"pred has 3 at row 0, which is out of range"),
+        # was truncated to 1
+        ([0, 1.7], [0, 1], r"pred has 1.7 at row 1, which is not a whole number"),
+        ([np.nan, 0], [0, 1], r"pred has nan at row 0, which is not a whole"),
+        # a truth of -1 was not filled and was scored against label 2
+        ([0, 1], [0, -1], r"Y has -1 at row 1, which is out of range.*cannot abstain"),
+        ([0, 1], [0, 0.5], r"Y has 0.5 at row 1, which is not a whole number"),
+        (["a", "b"], [0, 1], r"pred must hold label indices .* got dtype <U1"),
+    ],
+)
+def test_finite_errors_refuse_what_is_not_a_label(pred, Y, message):
+    task = _toy_task(ss.Discrete(3), fallback=2)
+    with pytest.raises(ValueError, match=message) as info:
+        task.errors(pred, Y)
+    assert "[0, 3)" in str(info.value)
+    with pytest.raises(ValueError, match=message):
+        task.normalized_errors(pred, Y)
+
+
+def test_sphere_errors_by_hand():
+    task = _toy_task(ss.Sphere(2), fallback=np.array([0.0, 0.0, 1.0]), kind="manifold")
+    pred = [[1.0, 0.0, 0.0], [np.nan] * 3, [1.0 + 1e-7, 0.0, 0.0]]  # within 1e-6
+    Y = [[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
+    np.testing.assert_allclose(task.errors(pred, Y), [np.pi / 2, 0.0, 0.0], atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("pred", "message"),
+    [
+        ([[5.0, 0.0, 0.0]], r"pred has \[5.0, 0.0, 0.0\] at row 0, which is off Sph"),
+        ([[0.0, 0.0, 0.0]], r"pred has \[0.0, 0.0, 0.0\] at row 0, which is off Sph"),
+        ([[1.00001, 0.0, 0.0]], "which is off Sphere"),  # beyond atol=1e-6
+        ([[np.inf, 0.0, 0.0]], r"pred has \[inf, 0.0, 0.0\] at row 0, which is not fi"),
+        ([[1.0, 0.0]], r"pred must have shape \(n_samples, 3\)"),
+    ],
+)
+def test_sphere_errors_refuse_points_off_the_sphere(pred, message):
+    # 5 x a unit vector used to score 0.374 instead of 0, the zero vector 0.5.
+    task = _toy_task(ss.Sphere(2), fallback=np.array([0.0, 0.0, 1.0]), kind="manifold")
+    with pytest.raises(ValueError, match=message):
+        task.errors(pred, [[1.0, 0.0, 0.0]])
+    with pytest.raises(ValueError, match=message):
+        task.normalized_errors(pred, [[1.0, 0.0, 0.0]])
+
+
+def test_sphere_errors_name_the_projection_and_check_the_truth():
+    task = _toy_task(ss.Sphere(2), fallback=np.array([0.0, 0.0, 1.0]), kind="manifold")
+    with pytest.raises(ValueError, match=r"task\.space\.projection\(pred\)"):
+        task.errors([[1.0, 1.0, 0.0]], [[1.0, 0.0, 0.0]])
+    with pytest.raises(ValueError, match=r"Y has \[2.0, 0.0, 0.0\] at row 0"):
+        task.errors([[1.0, 0.0, 0.0]], [[2.0, 0.0, 0.0]])
+
+
+def test_euclidean_errors_refuse_infinite_predictions():
+    # inf used to come back as an infinite error.
+    task = _toy_task(ss.Euclidean(1), fallback=np.array([1.0]), kind="manifold")
+    np.testing.assert_array_equal(
+        task.errors([[3.0], [np.nan]], [[1.0], [-1.0]]), [2.0, 2.0]
+    )
+    with pytest.raises(ValueError, match=r"pred has \[-inf\] at row 1, which is not"):
+        task.errors([[3.0], [-np.inf]], [[1.0], [-1.0]])
+
+
+def test_loaded_tasks_check_errors_inputs(tasks):
+    wine = tasks["wine_flavanoid_rankings"]
+    with pytest.raises(ValueError, match=r"pred has 24 at row 0.*\[0, 24\)"):
+        wine.errors(np.full(wine.n_test, 24), wine.Y_test)
+    cities = tasks["world_cities"]
+    np.testing.assert_array_equal(cities.errors(cities.Y_test, cities.Y_test), 0.0)
+    with pytest.raises(ValueError, match="off Sphere"):
+        cities.errors(5 * cities.Y_test, cities.Y_test)
+
+
+# -- the small ranking loaders and split helpers validate their sizes ---------------
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        # was "arrays used as indices must be of integer (or boolean) type"
+        (
+            lambda: D.load_diabetes_rankings(n_train=0),
+            ValueError,
+            r"n_train must be in the range \[1, inf\); got 0",
+        ),
+        # was a task with 0 test rows (and a NaN min_gap)
+        (
+            lambda: D.load_wine_flavanoid_rankings(n_test=0),
+            ValueError,
+            r"n_test must be in the range \[1, inf\); got 0",
+        ),
+        # was "negative dimensions are not allowed"
+        (
+            lambda: D.load_tumour_concavity_rankings(n_train=-1),
+            ValueError,
+            r"n_train must be in the range \[1, inf\); got -1",
+        ),
+        # was "'float' object cannot be interpreted as an integer"
+        (
+            lambda: D.load_wine_flavanoid_rankings(n_train=2.5),
+            TypeError,
+            "n_train must be an int; got 2.5",
+        ),
+        (
+            lambda: D.load_metabolic_score_rankings(n_items=1),
+            ValueError,
+            r"n_items must be in the range \[2, inf\); got 1",
+        ),
+        # was "a cannot be empty unless no samples are taken"
+        (
+            lambda: D.diabetes_groups(n_train_patients=500),
+            ValueError,
+            r"n_train_patients must be in the range \[4, 438\]; got 500",
+        ),
+        (
+            lambda: D.diabetes_groups(n_test=0),
+            ValueError,
+            r"n_test must be in the range \[1, inf\); got 0",
+        ),
+        # was "cannot convert float NaN to integer"
+        (
+            lambda: D.split_groups(100, train_fraction=float("nan")),
+            ValueError,
+            "train_fraction must be finite; got nan",
+        ),
+        (
+            lambda: D.split_groups(100, train_fraction=1.0),
+            ValueError,
+            r"train_fraction must be in the range \(0.0, 1.0\); got 1.0",
+        ),
+        (
+            lambda: D.split_groups(100, n_items=4.0),
+            TypeError,
+            "n_items must be an int",
+        ),
+        (
+            lambda: D.country_groups(train_fraction=0),
+            ValueError,
+            r"train_fraction must be in the range \(0.0, 1.0\); got 0",
+        ),
+        # was an empty test split
+        (
+            lambda: D.split_cities(pd.DataFrame({"a": range(10)}), train_fraction=2),
+            ValueError,
+            r"train_fraction must be in the range \(0.0, 1.0\); got 2",
+        ),
+    ],
+)
+def test_loader_sizes_are_validated(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_smallest_valid_sizes_still_work():
+    train, test = D.split_groups(10, 0, n_train=1, n_test=2, n_items=2)
+    assert train.shape == (1, 2) and test.shape == (2, 2)
+    train, test = D.diabetes_groups(0, n_train=1, n_test=1, n_items=2)
+    assert len(train) == len(test) == 1
+    frame = pd.DataFrame({"a": range(1000)})
+    train, test = D.split_cities(frame, seed=0, train_fraction=0.5)
+    assert len(train) + len(test) == 1000 and 400 < len(train) < 600

@@ -293,3 +293,38 @@ def test_country_and_timezone_centroids_share_a_source(tasks):
     # The sparse name LF votes on few cities; the admin LFs on most.
     cov = _coverage(task)
     assert cov[4] < 0.15 and cov[0] > 0.9 and cov[1] > 0.8
+
+
+# The coverage figures of the docstrings are measured (seeds 0-2, default sizes, train
+# and held-out rows); seed 0 must fall in each stated range (rounded to whole %).
+@pytest.mark.parametrize(
+    ("name", "lfs", "stated", "low", "high"),
+    [
+        ("country_area_rankings", ["by_city_spread_km"], "votes on 29-31%", 29, 31),
+        ("country_area_rankings", ["by_neighbours"], "votes on 14-15%", 14, 15),
+        ("wine_flavanoid_rankings", ["by_total_phenols"], "votes on 93-94%", 93, 94),
+        (
+            "wine_flavanoid_rankings",
+            [
+                "by_od280",
+                "by_proanthocyanins",
+                "by_hue",
+                "by_low_nonflavanoid_phenols",
+                "by_low_alcalinity",
+            ],
+            "each votes on 2-5% of groups",
+            2,
+            5,
+        ),
+        ("world_city_centroids", ["name_twin"], "votes on about 7%", 7, 7),
+    ],
+)
+def test_docstring_coverage_figures_are_measured(tasks, name, lfs, stated, low, high):
+    task = tasks[name]
+    doc = " ".join(D.TASKS[name].__doc__.split())
+    assert stated in doc
+    L = np.concatenate([task.L_train, task.L_test])
+    voted = L != ss.ABSTAIN if task.kind == "finite" else ~np.isnan(L).any(axis=-1)
+    for lf in lfs:
+        share = round(100 * voted[:, task.lf_names.index(lf)].mean())
+        assert low <= share <= high, (lf, share)

@@ -243,3 +243,21 @@ def test_loader_arguments_are_validated():
         LR.load_wine_flavanoid_lists(n_items=60)
     with pytest.raises(ValueError, match="split must be"):
         LR.load_wine_flavanoid_lists(**SMALL).lf_summary("dev")
+
+
+def test_top10_coverage_in_the_docstring_is_measured(tasks):
+    # Measured over seeds 0-2 at the default sizes; seed 0 must be in the ranges.
+    doc = " ".join(LR.load_diabetes_progression_lists.__doc__.split())
+    stated = {
+        "by_total_cholesterol_top10": "total cholesterol 41-44%",
+        "by_bmi_top10": "BMI 57-62%",
+        "by_triglycerides_top10": "triglycerides 64-67%",
+    }
+    assert "votes on 41-67% of rows" in doc
+    task = LR.load_diabetes_progression_lists(seed=0)
+    V = np.concatenate([task.V_train, task.V_test])
+    for lf, text in stated.items():
+        assert text in doc
+        low, high = map(int, text.split()[-1].rstrip("%").split("-"))
+        share = round(100 * (V[:, task.lf_names.index(lf), 0] >= 0).mean())
+        assert low <= share <= high, (lf, share)

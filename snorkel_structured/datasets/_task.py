@@ -12,6 +12,10 @@ from snorkel_structured._validation import ABSTAIN
 
 __all__ = ["WeakSupervisionTask"]
 
+# How far from a manifold task's space a prediction may lie (the default atol of the
+# spaces' ``belongs`` and of the library's point checks, e.g. ``check_points``).
+BELONGS_ATOL = 1e-6
+
 
 @dataclass(frozen=True, eq=False)
 class WeakSupervisionTask:
@@ -97,18 +101,90 @@ class WeakSupervisionTask:
         Parameters
         ----------
         pred : array-like of shape (n_samples,) or (n_samples, ambient_dim)
+            Finite tasks: label indices, whole numbers in ``[-1, len(space))``.
+            Manifold tasks: points of :attr:`space` (e.g. unit vectors on a
+            sphere), or a row of NaN for an abstain.
 
         Returns
         -------
         filled : ndarray of the same shape (a new array).
+
+        Raises
+        ------
+        ValueError
+            If an entry of ``pred`` is not a label index or -1 (finite tasks), or
+            is not a finite point of :attr:`space` once abstains are filled
+            (manifold tasks).
         """
         if self.kind == "finite":
-            pred = np.asarray(pred, dtype=np.int64)
+            pred = self._label_indices(pred, "pred", allow_abstain=True)
             return np.where(pred == ABSTAIN, int(self.fallback), pred)
         pred = np.array(pred, dtype=np.float64)
+        self._check_point_shape(pred, "pred")
         missing = np.isnan(pred).any(axis=-1)
         pred[missing] = self.fallback
+        self._check_points(pred, "pred")
         return pred
+
+    def _label_indices(self, x: Any, name: str, *, allow_abstain: bool) -> np.ndarray:
+        """``x`` as int64 label indices of the finite space, or a ValueError."""
+        r = len(self.space)
+        low = ABSTAIN if allow_abstain else 0
+        allowed = (
+            f"label indices in [0, {r}) of task.space, or -1 to abstain"
+            if allow_abstain
+            else f"label indices in [0, {r}) of task.space (the truth cannot abstain)"
+        )
+        arr = np.asarray(x)
+        if arr.dtype.kind not in "iuf":
+            raise ValueError(
+                f"{name} must hold {allowed}; got dtype {arr.dtype}. Encode labels "
+                "with task.space.encode(...)."
+            )
+        if arr.dtype.kind == "f":
+            with np.errstate(invalid="ignore"):
+                bad = ~np.isfinite(arr) | (arr != np.round(arr))
+            if bad.any():
+                raise ValueError(
+                    f"{name} has {_entry(arr, bad)}, which is not a whole number; "
+                    f"{name} must hold {allowed}."
+                )
+        bad = (arr < low) | (arr >= r)
+        if bad.any():
+            raise ValueError(
+                f"{name} has {_entry(arr, bad)}, which is out of range; {name} must "
+                f"hold {allowed}."
+            )
+        return arr.astype(np.int64)
+
+    def _check_point_shape(self, x: np.ndarray, name: str) -> None:
+        dim = self.space.ambient_dim
+        if x.ndim < 1 or x.shape[-1] != dim:
+            raise ValueError(
+                f"{name} must have shape (n_samples, {dim}) for {self.space!r}; got "
+                f"shape {x.shape}."
+            )
+
+    def _check_points(self, x: np.ndarray, name: str) -> None:
+        """A ValueError if a point of ``x`` is not finite or off :attr:`space`."""
+        with np.errstate(invalid="ignore", over="ignore"):
+            finite = np.isfinite(x).all(axis=-1)
+            if not finite.all():
+                hint = (
+                    "a row of NaN is an abstain"
+                    if name == "pred"
+                    else "the truth cannot abstain"
+                )
+                raise ValueError(
+                    f"{name} has {_entry(x, ~finite)}, which is not finite; give "
+                    f"finite points of {self.space!r} ({hint})."
+                )
+            on = self.space.belongs(x, atol=BELONGS_ATOL)
+        if not np.all(on):
+            raise ValueError(
+                f"{name} has {_entry(x, ~on)}, which is off {self.space!r} (beyond "
+                f"atol={BELONGS_ATOL}); project it with task.space.projection({name})."
+            )
 
     def errors(self, pred: Any, Y: Any) -> np.ndarray:
         """Per-row task metric of ``pred`` against ``Y``, abstains scored as the fallback.
@@ -116,14 +192,29 @@ class WeakSupervisionTask:
         Parameters
         ----------
         pred : array-like of shape (n_samples,) or (n_samples, ambient_dim)
+            See :meth:`fill_abstains`.
         Y : array-like of the same shape
+            The truth: label indices in ``[0, len(space))`` (finite tasks) or points
+            of :attr:`space` (manifold tasks).
 
         Returns
         -------
         errors : ndarray of shape (n_samples,)
+
+        Raises
+        ------
+        ValueError
+            If ``pred`` or ``Y`` holds an entry that is not a label (or -1 in
+            ``pred``) of a finite task, or not a finite point of the space of a
+            manifold task, or if their shapes differ.
         """
         pred = self.fill_abstains(pred)
-        Y = np.asarray(Y)
+        if self.kind == "finite":
+            Y = self._label_indices(Y, "Y", allow_abstain=False)
+        else:
+            Y = np.asarray(Y)
+            if pred.shape == Y.shape:
+                self._check_points(np.asarray(Y, dtype=np.float64), "Y")
         if pred.shape != Y.shape:
             raise ValueError(
                 f"pred must have the shape of Y, {Y.shape}; got {pred.shape}."
@@ -140,6 +231,15 @@ class WeakSupervisionTask:
             f"space={self.space!r}, n_train={self.n_train}, n_test={self.n_test}, "
             f"lf_names={self.lf_names!r}, metric={self.metric!r})"
         )
+
+
+def _entry(x: np.ndarray, bad: np.ndarray) -> str:
+    """The first flagged entry of ``x``, as "<value> at row i" for messages."""
+    where = tuple(int(i) for i in np.argwhere(bad)[0])
+    value = x[where]
+    shown = value.item() if np.ndim(value) == 0 else value.tolist()
+    at = f"row {where[0]}" if len(where) == 1 else f"index {where}"
+    return f"{shown!r} at {at}"
 
 
 def finite_fallback(space: Any, support: np.ndarray | None) -> int:

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from snorkel_structured._validation import ABSTAIN, check_seed
+from snorkel_structured._validation import ABSTAIN, check_scalar, check_seed
 from snorkel_structured.datasets._geo import geonames_cities, geonames_countries
 from snorkel_structured.datasets._task import (
     WeakSupervisionTask,
@@ -38,6 +38,27 @@ _DIABETES_LFS = (
 )
 
 
+def _check_group_sizes(n_train: Any, n_test: Any, n_items: Any) -> tuple[int, int, int]:
+    """``n_train``, ``n_test`` (groups per split, >= 1), ``n_items`` (>= 2) as ints."""
+    return (
+        check_scalar(n_train, "n_train", kind="int", low=1),
+        check_scalar(n_test, "n_test", kind="int", low=1),
+        check_scalar(n_items, "n_items", kind="int", low=2),
+    )
+
+
+def _check_train_fraction(train_fraction: Any) -> float:
+    """``train_fraction`` as a float in the open interval (0, 1)."""
+    return check_scalar(
+        train_fraction,
+        "train_fraction",
+        low=0.0,
+        high=1.0,
+        low_inclusive=False,
+        high_inclusive=False,
+    )
+
+
 def diabetes_groups(
     seed: Any = 0,
     *,
@@ -59,7 +80,9 @@ def diabetes_groups(
     n_train, n_test : int
         Number of groups per split.
     n_items : int, default=4
+        At least 2.
     n_train_patients : int, default=300
+        From ``n_items`` to ``442 - n_items``, so that each pool holds a group.
 
     Returns
     -------
@@ -71,9 +94,17 @@ def diabetes_groups(
     """
     from sklearn.datasets import load_diabetes
 
+    n_train, n_test, n_items = _check_group_sizes(n_train, n_test, n_items)
     rng = check_seed(seed)
     data = load_diabetes(as_frame=True)
     patients = data.frame.rename(columns={"target": "progression"})
+    n_train_patients = check_scalar(
+        n_train_patients,
+        "n_train_patients",
+        kind="int",
+        low=n_items,
+        high=len(patients) - n_items,
+    )
     space = Permutations(n_items=n_items, metric="kendall_tau")
     perm = rng.permutation(len(patients))
     pools = perm[:n_train_patients], perm[n_train_patients:]
@@ -333,8 +364,9 @@ def split_groups(
     n_train, n_test : int
         Groups per split.
     n_items : int, default=4
+        At least 2.
     train_fraction : float, default=0.7
-        Share of the items in the training pool (rounded).
+        Share of the items in the training pool (rounded), in (0, 1).
 
     Returns
     -------
@@ -344,8 +376,12 @@ def split_groups(
     Raises
     ------
     ValueError
-        If a pool holds fewer than ``n_items`` items.
+        If a size is below 1 (``n_items`` below 2), ``train_fraction`` is not in
+        (0, 1), or a pool holds fewer than ``n_items`` items.
     """
+    n_rows = check_scalar(n_rows, "n_rows", kind="int", low=1)
+    n_train, n_test, n_items = _check_group_sizes(n_train, n_test, n_items)
+    train_fraction = _check_train_fraction(train_fraction)
     rng = check_seed(seed)
     perm = rng.permutation(n_rows)
     n_tr = int(round(train_fraction * n_rows))
@@ -428,8 +464,9 @@ def country_groups(
     n_train, n_test : int
         Groups per split.
     n_items : int, default=4
+        At least 2.
     train_fraction : float, default=0.7
-        Share of the countries whose groups are training rows.
+        Share of the countries whose groups are training rows, in (0, 1).
 
     Returns
     -------
@@ -441,6 +478,8 @@ def country_groups(
         (listed languages), and the label ``order``: positions from the most to the
         least populous country.
     """
+    n_train, n_test, n_items = _check_group_sizes(n_train, n_test, n_items)
+    train_fraction = _check_train_fraction(train_fraction)
     table = _country_table()
     space = Permutations(n_items=n_items, metric="kendall_tau")
 

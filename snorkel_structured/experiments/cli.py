@@ -58,6 +58,13 @@ GRIDS = {
 
 
 SEED_FORMS = "a seed (3), a range (0-9) or a comma-separated list of these (0,3,5-7)"
+# The largest seed: Snorkel's LabelModel (run by 'benchmark') accepts seeds up to
+# 2**32 - 1 only, and failed inside the run with larger ones.
+MAX_SEED = 2**32 - 1
+# The most seeds one --seeds value may hold: far above any real run (the paper's grids
+# use 10), and low enough that a typo such as 0-999999999999 is a usage error instead
+# of a MemoryError while the range is expanded.
+MAX_SEEDS = 10_000
 
 
 def _seed_list(text: str) -> list[int]:
@@ -66,7 +73,8 @@ def _seed_list(text: str) -> list[int]:
     Raises ``ArgumentTypeError`` (argparse turns it into a usage error naming
     ``--seeds``) for anything else, before a single run starts: a bad seed used to
     surface as a traceback from ``int()``, and an empty range as a pandas error
-    after the runs.
+    after the runs. Seeds above ``MAX_SEED`` (2**32 - 1) and values holding more
+    than ``MAX_SEEDS`` (10,000) seeds are refused too.
     """
     seeds: list[int] = []
     for raw in text.split(","):
@@ -87,14 +95,23 @@ def _seed_list(text: str) -> list[int]:
             raise argparse.ArgumentTypeError(
                 f"invalid seed {part!r}; write {SEED_FORMS}."
             )
-        if len(numbers) == 1:
-            seeds.append(numbers[0])
-            continue
-        lo, hi = numbers
+        if max(numbers) > MAX_SEED:
+            raise argparse.ArgumentTypeError(
+                f"seed {max(numbers)} in {part!r} is too large: seeds go up to "
+                f"{MAX_SEED} (2**32 - 1, the largest seed Snorkel's LabelModel "
+                "accepts); write smaller seeds."
+            )
+        lo, hi = numbers[0], numbers[-1]
         if lo > hi:
             raise argparse.ArgumentTypeError(
                 f"the range {part!r} holds no seeds; write the lower seed first "
                 f"({hi}-{lo})."
+            )
+        if len(seeds) + (hi - lo + 1) > MAX_SEEDS:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} holds {len(seeds) + hi - lo + 1} or more seeds; one "
+                f"--seeds value may hold at most {MAX_SEEDS:,} (far more than any "
+                "real run needs); write a shorter range, e.g. 0-9."
             )
         seeds.extend(range(lo, hi + 1))
     if not seeds:

@@ -226,6 +226,30 @@ def theta_from_expected_sq_dist(
     return x.reshape(target.shape)
 
 
+def _check_theta(theta: np.ndarray, name: str = "theta") -> None:
+    """Raise a ValueError naming the first NaN or infinite entry of ``theta``."""
+    bad = ~np.isfinite(theta)
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(
+            f"{name} must be finite; got {theta[where].item()!r} at index "
+            f"{where[0] if len(where) == 1 else where}. For a near-perfect LF pass a "
+            "large finite theta (e.g. 50 / the smallest positive squared distance, "
+            "theta_cap(S)), not inf."
+        )
+
+
+def _check_abstain_rates(rates: np.ndarray, name: str = "abstain") -> None:
+    """Raise a ValueError unless every abstain rate is a number in [0, 1] (not NaN)."""
+    bad = ~((rates >= 0) & (rates <= 1))  # NaN fails both comparisons
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"{name} rates must be in [0, 1]; got {rates[i].item()!r} at index {i} "
+            f"({name}={rates.tolist()})."
+        )
+
+
 def sample_votes(
     S: np.ndarray,
     theta: Any,
@@ -246,10 +270,12 @@ def sample_votes(
         computed (:meth:`FiniteMetricSpace.squared_distance_rows`), so large spaces such
         as Permutations(8) never build the (r, r) matrix.
     theta : array-like of shape (m,) or (m, r)
+        Finite (NaN or inf raises a ValueError).
     y : array-like of int of shape (n,)
         True label indices.
     abstain : float or array-like of shape (m,), default=0.0
-        Probability that each LF abstains (independently of everything else).
+        Probability in [0, 1] that each LF abstains (independently of everything
+        else); NaN raises a ValueError.
     seed : None, int or numpy.random.Generator
 
     Returns
@@ -260,6 +286,7 @@ def sample_votes(
     y = np.asarray(y)
     r = len(S) if isinstance(S, FiniteMetricSpace) else S.shape[0]
     th = np.asarray(theta, dtype=np.float64)
+    _check_theta(th)
     m = th.shape[0]
     labels, inverse = np.unique(y, return_inverse=True)
     if labels.size and (labels[0] < 0 or labels[-1] >= r):
@@ -272,8 +299,7 @@ def sample_votes(
         else S[labels]
     )
     rates = np.broadcast_to(np.asarray(abstain, dtype=np.float64), (m,))
-    if ((rates < 0) | (rates > 1)).any():
-        raise ValueError(f"abstain rates must be in [0, 1]; got {rates}.")
+    _check_abstain_rates(rates)
     n = y.shape[0]
     L = np.empty((n, m), dtype=np.int64)
     k = labels.size

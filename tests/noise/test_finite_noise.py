@@ -111,6 +111,22 @@ def test_sampler_abstains_and_seeds():
         sample_votes(S, np.array([1.0]), np.array([3]))
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_sampler_refuses_non_finite_theta(bad):
+    # A NaN CDF made searchsorted return positions that became votes of -3 here.
+    S = ss.Discrete(3).squared_distance_matrix
+    with pytest.raises(ValueError, match=r"theta must be finite; got (nan|inf) at"):
+        sample_votes(S, np.array([bad, 1.0]), np.zeros(10, dtype=int), seed=0)
+
+
+def test_sampler_refuses_nan_abstain_rates():
+    S = ss.Discrete(3).squared_distance_matrix
+    with pytest.raises(
+        ValueError, match=r"abstain rates must be in \[0, 1\]; got nan at index 0"
+    ):
+        sample_votes(S, np.array([1.0]), np.zeros(10, dtype=int), abstain=np.nan)
+
+
 def test_posterior_matches_brute_force(rng):
     space = ss.GraphSpace(
         np.array([[0, 1, 1, 0], [1, 0, 0, 1], [1, 0, 0, 0], [0, 1, 0, 0]])
