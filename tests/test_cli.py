@@ -129,6 +129,19 @@ def test_seed_forms_that_parse(values, seeds):
 # Each bad value is a usage error (exit 2) naming the option, with no traceback and
 # before any run: these ended in int()'s ValueError, or (an empty range) in a pandas
 # AttributeError after the runs.
+def _usage_error(argv, capsys, monkeypatch) -> str:
+    """stderr of the CLI on ``argv``, which must exit 2 (a usage error) without a
+    traceback and without starting any run."""
+    monkeypatch.setattr(cli, "run_experiment", _must_not_run)
+    monkeypatch.setattr(cli, "run_benchmark_command", _must_not_run)
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([*argv, "--no-progress"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -172,13 +185,8 @@ def test_seed_forms_that_parse(values, seeds):
     ],
 )
 def test_bad_arguments_are_usage_errors(argv, message, capsys, monkeypatch):
-    monkeypatch.setattr(cli, "run_experiment", _must_not_run)
-    with pytest.raises(SystemExit) as exit_info:
-        cli.main([*argv, "--no-progress"])
-    assert exit_info.value.code == 2
-    err = capsys.readouterr().err
+    err = _usage_error(argv, capsys, monkeypatch)
     assert message in err
-    assert "Traceback" not in err
     if "--seeds" in message:  # says which forms are accepted
         assert "a range (0-9)" in err or "lower seed first" in err
 
@@ -211,14 +219,7 @@ def test_bad_arguments_are_usage_errors(argv, message, capsys, monkeypatch):
 def test_too_many_or_too_large_seeds_are_usage_errors(
     argv, message, capsys, monkeypatch
 ):
-    monkeypatch.setattr(cli, "run_experiment", _must_not_run)
-    monkeypatch.setattr(cli, "run_benchmark_command", _must_not_run)
-    with pytest.raises(SystemExit) as exit_info:
-        cli.main([*argv, "--no-progress"])
-    assert exit_info.value.code == 2
-    err = capsys.readouterr().err
-    assert message in err
-    assert "Traceback" not in err
+    assert message in _usage_error(argv, capsys, monkeypatch)
 
 
 def test_seeds_at_the_limits_parse():

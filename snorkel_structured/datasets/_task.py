@@ -8,13 +8,25 @@ from typing import Any
 
 import numpy as np
 
-from snorkel_structured._validation import ABSTAIN
+from snorkel_structured._validation import ABSTAIN, check_scalar
 
-__all__ = ["WeakSupervisionTask"]
+__all__ = ["WeakSupervisionTask", "check_train_fraction"]
 
 # How far from a manifold task's space a prediction may lie (the default atol of the
 # spaces' ``belongs`` and of the library's point checks, e.g. ``check_points``).
 BELONGS_ATOL = 1e-6
+
+
+def check_train_fraction(train_fraction: Any) -> float:
+    """``train_fraction`` of a split as a float in the open interval (0, 1)."""
+    return check_scalar(
+        train_fraction,
+        "train_fraction",
+        low=0.0,
+        high=1.0,
+        low_inclusive=False,
+        high_inclusive=False,
+    )
 
 
 @dataclass(frozen=True, eq=False)

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from snorkel_structured._validation import check_scalar, check_seed
+from snorkel_structured._validation import check_seed
 from snorkel_structured.datasets._geo import (
     EARTH_KM,
     geonames_cities,
@@ -18,7 +18,11 @@ from snorkel_structured.datasets._geo import (
     utc_offsets,
     zone_tab,
 )
-from snorkel_structured.datasets._task import WeakSupervisionTask, manifold_fallback
+from snorkel_structured.datasets._task import (
+    WeakSupervisionTask,
+    check_train_fraction,
+    manifold_fallback,
+)
 from snorkel_structured.spaces.manifolds import Euclidean, Sphere
 
 __all__ = [
@@ -39,14 +43,7 @@ def split_cities(
     ``rng.random(len(cities)) < train_fraction``, as in the tutorials;
     ``train_fraction`` must be in (0, 1).
     """
-    train_fraction = check_scalar(
-        train_fraction,
-        "train_fraction",
-        low=0.0,
-        high=1.0,
-        low_inclusive=False,
-        high_inclusive=False,
-    )
+    train_fraction = check_train_fraction(train_fraction)
     is_train = check_seed(seed).random(len(cities)) < train_fraction
     return cities[is_train], cities[~is_train]
 

@@ -12,6 +12,7 @@ from snorkel_structured._validation import ABSTAIN, check_scalar, check_seed
 from snorkel_structured.datasets._geo import geonames_cities, geonames_countries
 from snorkel_structured.datasets._task import (
     WeakSupervisionTask,
+    check_train_fraction,
     finite_distance,
     finite_fallback,
 )
@@ -44,18 +45,6 @@ def _check_group_sizes(n_train: Any, n_test: Any, n_items: Any) -> tuple[int, in
         check_scalar(n_train, "n_train", kind="int", low=1),
         check_scalar(n_test, "n_test", kind="int", low=1),
         check_scalar(n_items, "n_items", kind="int", low=2),
-    )
-
-
-def _check_train_fraction(train_fraction: Any) -> float:
-    """``train_fraction`` as a float in the open interval (0, 1)."""
-    return check_scalar(
-        train_fraction,
-        "train_fraction",
-        low=0.0,
-        high=1.0,
-        low_inclusive=False,
-        high_inclusive=False,
     )
 
 
@@ -381,7 +370,7 @@ def split_groups(
     """
     n_rows = check_scalar(n_rows, "n_rows", kind="int", low=1)
     n_train, n_test, n_items = _check_group_sizes(n_train, n_test, n_items)
-    train_fraction = _check_train_fraction(train_fraction)
+    train_fraction = check_train_fraction(train_fraction)
     rng = check_seed(seed)
     perm = rng.permutation(n_rows)
     n_tr = int(round(train_fraction * n_rows))
@@ -479,7 +468,7 @@ def country_groups(
         least populous country.
     """
     n_train, n_test, n_items = _check_group_sizes(n_train, n_test, n_items)
-    train_fraction = _check_train_fraction(train_fraction)
+    train_fraction = check_train_fraction(train_fraction)
     table = _country_table()
     space = Permutations(n_items=n_items, metric="kendall_tau")
 
