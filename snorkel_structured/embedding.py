@@ -85,6 +85,7 @@ class PseudoEuclideanEmbedding(BaseEstimator):
         Parameters
         ----------
         space_or_sq_dists : FiniteMetricSpace or array-like of shape (r, r)
+            A real matrix (complex input is refused).
 
         Returns
         -------
@@ -94,6 +95,17 @@ class PseudoEuclideanEmbedding(BaseEstimator):
         if isinstance(space_or_sq_dists, FiniteMetricSpace):
             S = space_or_sq_dists.squared_distance_matrix
         else:
+            try:
+                is_complex = np.iscomplexobj(space_or_sq_dists)
+            except (TypeError, ValueError):  # ragged or odd input: reported below
+                is_complex = False
+            if is_complex:
+                raise ValueError(
+                    "squared distance matrix S must be real; got a complex array "
+                    f"(dtype {np.asarray(space_or_sq_dists).dtype}). Squared "
+                    "distances are real numbers: pass S.real if the imaginary parts "
+                    "are rounding noise."
+                )
             S = check_distance_matrix(
                 space_or_sq_dists, "squared distance matrix S", squared=True
             )

@@ -150,3 +150,12 @@ def test_embedding_errors():
         ss.PseudoEuclideanEmbedding(dim=0).fit(ss.Discrete(3))
     with pytest.raises(ValueError, match="tol"):
         ss.PseudoEuclideanEmbedding(tol=2.0).fit(ss.Discrete(3))
+
+
+def test_complex_matrix_is_refused():
+    # fuzz report: numpy silently dropped the imaginary part (ComplexWarning only)
+    S = np.array([[0.0, 1.0], [1.0, 0.0]])
+    for bad in (S.astype(complex), S + 1e-3j, [[0, 1j], [1j, 0]]):
+        with pytest.raises(ValueError, match="S must be real; got a complex array"):
+            ss.PseudoEuclideanEmbedding().fit(bad)
+    assert ss.PseudoEuclideanEmbedding().fit(S).signature_ == (1, 0)

@@ -66,7 +66,14 @@ def check_spatial(norms: np.ndarray, what: str) -> None:
         bad = ~(norms <= MAX_SPATIAL_NORM) & ~np.isnan(norms)
     if np.any(bad):
         far = float(np.max(np.where(bad, norms, 0.0)))
-        radius = float(np.arcsinh(far)) if np.isfinite(far) else np.inf
+        if not np.isfinite(far):
+            raise ValueError(
+                f"{what} has an infinite coordinate (or one so large that its squared "
+                "norm overflows float64); points of the hyperboloid must be finite, "
+                f"within {MAX_RADIUS:.4g} of the origin. Remove that point or recentre "
+                "the data (Hyperbolic.translate)."
+            )
+        radius = float(np.arcsinh(far))
         raise ValueError(
             f"{what} lies {radius:.4g} from the origin of the hyperboloid; float64 "
             f"coordinates there resolve positions only to about eps * sinh(R) = "
