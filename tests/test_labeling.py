@@ -248,6 +248,19 @@ def test_manifold_parallel_applier_keeps_the_rows_order_of_an_unsorted_index():
         np.testing.assert_array_equal(X[:, 0, 0], [10.0, 20.0, 30.0, 40.0])
 
 
+def test_sphere_lf_returning_the_zero_vector_is_named():
+    # The zero vector has no direction: the LF and the row are named, as for any
+    # point off the manifold (not the space's bare projection error).
+    @ss.manifold_labeling_function(space=Sphere(2))
+    def zero(x):
+        return [0.0, 0.0, 0.0]
+
+    with pytest.raises(ValueError, match="'zero' returned .* off the manifold"):
+        ss.ManifoldPandasApplier([zero]).apply(
+            pd.DataFrame({"v": [1.0]}), progress_bar=False
+        )
+
+
 def test_real_valued_lf_on_euclidean_line():
     @ss.manifold_labeling_function(space=Euclidean(1))
     def half(x):

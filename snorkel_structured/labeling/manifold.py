@@ -180,8 +180,13 @@ class ManifoldLabelingFunction(ArrayLabelingFunction):
             raise self._error(
                 x, value, "coordinates must be finite (use None to abstain)"
             )
-        with np.errstate(invalid="ignore", divide="ignore"):
-            projected = np.asarray(self.space.projection(point), dtype=np.float64)
+        try:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                projected = np.asarray(self.space.projection(point), dtype=np.float64)
+        except ValueError as exc:  # e.g. the zero vector, which has no direction
+            raise self._error(
+                x, value, f"the point is off the manifold ({exc})"
+            ) from None
         gap = float(np.linalg.norm(projected - point))
         if not np.isfinite(gap) or gap > self.atol * max(
             1.0, float(np.linalg.norm(point))
