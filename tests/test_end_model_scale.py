@@ -386,3 +386,29 @@ def test_fit_shows_a_progress_bar_only_when_asked(capsys):
     assert "Nystroem kernel" not in capsys.readouterr().err
     model.fit(X, y, progress_bar=True)
     assert "600/600" in capsys.readouterr().err
+
+
+def test_frechet_means_shortens_a_hyperbolic_step_exp_refuses():
+    # Four points of H^5 about 30 apart (drawn by RiemannianGaussian(H^5).sample):
+    # the first Newton step from the extrinsic start is longer than max_radius, which
+    # Hyperbolic.exp refuses; the step halving shortens it and reaches the mean that
+    # the space's own solver finds (it raised a ValueError).
+    space = ss.Hyperbolic(5)
+    P = np.array(
+        [
+            [6.535475165325778e09, 1.8435421379246886e09, 3.629679591754201e09,
+             -6.025349872455205e08, -3.940132208892045e09, 3.201800095116131e09],
+            [4.921992448407897e06, 7.74841922832841e05, 3.069115071592631e06,
+             -4.968308002164546e05, -2.176242116992122e06, 3.036987279906348e06],
+            [2.063148026468239e06, -2.587910139644629e05, 1.115486129464901e06,
+             2.023230939526123e04, -8.529831982343381e05, 1.489062793292447e06],
+            [1.790420788344658e07, 2.803665426899641e06, 1.627315727820374e07,
+             -4.982353156390054e06, -4.359142325358881e06, 2.014573780926535e06],
+        ]
+    )  # fmt: skip
+    W = np.array([1.6713202354627605, 0.0, 1.7550323889310284, 1.0149104366808956])
+    assert space.belongs(P).all()
+    expected = space.frechet_mean(P, W)
+    np.testing.assert_allclose(
+        frechet_means(space, P[None], W[None])[0], expected, rtol=1e-6
+    )

@@ -219,7 +219,11 @@ def frechet_means(
         new = np.empty_like(xa)
         t = 1.0
         for _ in range(10):
-            cand = space.exp(t * step[todo], xa[todo])
+            try:
+                cand = space.exp(t * step[todo], xa[todo])
+            except ValueError:  # a step ending beyond the float range: shorter
+                t *= 0.5
+                continue
             d = space.dist(P[todo], cand[:, None, :])
             f1 = 0.5 * np.einsum("kn,kn->k", Wa[todo], d * d)
             ok = f1 <= f0[todo] * (1 + 1e-12)
