@@ -487,3 +487,24 @@ def test_loss_weights_index_must_be_one_label_per_row():
     data = make_ranking_data(50, seed=0)
     with pytest.raises(ValueError, match="index must be one label per row"):
         ss.loss_weights(data.L, data.space, data.theta, data.prior, index=5)
+
+
+@pytest.mark.parametrize("space", [ss.Discrete(3), ss.Permutations(3)])
+def test_map_weights_are_unbiased_on_a_symmetric_model_with_ties(space):
+    # Equal thetas and a uniform prior: many vote patterns tie labels exactly. The
+    # weights' pseudolabels and the Q they invert must break those ties alike, so the
+    # corrected loss is unbiased (enumerating every pattern; it was off by up to 0.47).
+    S = space.squared_distance_matrix
+    r = len(space)
+    theta, prior = np.array([1.5, 1.5]), np.full(r, 1.0 / r)
+    nm = ss.noise_matrix(
+        space, theta, prior, rule="map", support=np.arange(r), method="exact"
+    )
+    L = np.array(list(itertools.product(range(r), repeat=2)))
+    W = ss.loss_weights(L, space, theta, prior, abstain=0.0, noise=nm)
+    Wm = W.drop(columns="pseudolabel").to_numpy()
+    logits = -theta[:, None, None] * S[None]
+    logc = logits - np.log(np.exp(logits).sum(axis=2, keepdims=True))
+    for y in range(r):
+        P = np.exp(logc[0, y, L[:, 0]] + logc[1, y, L[:, 1]])  # P(votes | Y = y)
+        np.testing.assert_allclose(P @ (Wm @ S), S[:, y], atol=1e-12)
