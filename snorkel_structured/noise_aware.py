@@ -748,6 +748,17 @@ def loss_weights(
             # An LF that abstains on every row of L has rate 1, outside Q's [0, 1):
             # just below 1 it still gives Q (its votes then carry no weight).
             rates = np.minimum((Lc == ABSTAIN).mean(axis=0), 1.0 - 1e-9)
+            if Lc.size and (Lc == ABSTAIN).all():
+                # every rate at 1 - 1e-9: Q is the prior's rows plus 1e-9 of votes,
+                # singular in all but rounding, and its inverse gives weights of
+                # order 1e8 (the singularity test reads 1e-9 as a real signal)
+                raise ValueError(
+                    "every LF abstains on every row of L, so the votes carry no "
+                    "information and the noise matrix Q is singular: there are no "
+                    "noise-aware weights. Check the LFs and L (e.g. with "
+                    "StructuredLFAnalysis(L, space=space).lf_summary()), or pass abstain= "
+                    "rates estimated on other data."
+                )
         else:
             rates = given_rates
         noise = noise_matrix(

@@ -508,3 +508,12 @@ def test_map_weights_are_unbiased_on_a_symmetric_model_with_ties(space):
     for y in range(r):
         P = np.exp(logc[0, y, L[:, 0]] + logc[1, y, L[:, 1]])  # P(votes | Y = y)
         np.testing.assert_allclose(P @ (Wm @ S), S[:, y], atol=1e-12)
+
+
+def test_loss_weights_refuse_an_l_where_every_lf_abstains():
+    # Q would be the prior's rows plus 1e-9 of votes (the clipped rates): its inverse
+    # gave weights of order 1e8 with only an ill-conditioning warning.
+    space = ss.Permutations(3)
+    prior = np.array([0.5, 0, 0, 0, 0, 0.5])
+    with pytest.raises(ValueError, match="every LF abstains on every row"):
+        ss.loss_weights(np.full((3, 2), -1), space, [1.0, 1.0], prior, seed=0)
