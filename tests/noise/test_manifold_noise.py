@@ -118,3 +118,15 @@ def test_wrapped_normal_samples_far_out_have_the_right_spread(radius):
     d2 = space.squared_dist(draws, base)
     # E d^2 = dim sigma^2 for the wrapped normal; 20,000 draws: se about 0.7%
     assert np.mean(d2) == pytest.approx(float(noise.expected_sq_dist(0.1)), rel=0.03)
+
+
+@pytest.mark.parametrize("theta", [1e-12, 1e-6, 0.01])
+def test_circle_sampler_is_fast_and_exact_at_tiny_theta(theta):
+    # Below theta ~ 0.05 on S^1 the Gaussian envelope is wider than [0, pi]: it
+    # accepted about pi sqrt(theta) of its draws (10 draws took 25 s at 1e-12). The
+    # draws must still follow the law: empirical E d^2 within 4 standard errors.
+    noise = RiemannianGaussian(Sphere(1))
+    y = np.tile([1.0, 0.0], (100_000, 1))
+    d2 = Sphere(1).squared_dist(noise.sample(y, theta, seed=0), y)
+    se = d2.std() / np.sqrt(d2.size)
+    assert abs(d2.mean() - noise.expected_sq_dist(theta)) < 4 * se
