@@ -470,7 +470,13 @@ class WrappedNormal(_ManifoldNoise):
         s = self._check_scale(scale)
         d = self.space.dim
         if isinstance(self.space, Hyperbolic):
-            return special.hyp1f1(d / 2.0, 0.5, s / 2.0)
+            # 1F1(d/2; 1/2; x) > e^x overflows past x = 710; scipy's series then
+            # takes time linear in x (it never returned at sigma2 = 1e300)
+            arr = np.asarray(s, dtype=np.float64)
+            out = np.full(arr.shape, np.inf)
+            finite = arr / 2.0 <= 750.0
+            out[finite] = special.hyp1f1(d / 2.0, 0.5, arr[finite] / 2.0)
+            return out if out.ndim else out[()]
         if isinstance(self.space, Sphere):
             # Kummer: 1F1(a; b; -x) = e^-x 1F1(b - a; b; x), accurate for large x.
             return np.exp(-s / 2.0) * special.hyp1f1(0.5 - d / 2.0, 0.5, s / 2.0)
