@@ -73,15 +73,21 @@ def _check_scale(scale: Any) -> Any:
     """``scale`` of the random samplers: finite and >= 0 (a scalar, or an array)."""
     if np.ndim(scale) == 0 and not isinstance(scale, np.ndarray):
         return check_scalar(scale, "scale", low=0.0)
-    arr = np.asarray(scale, dtype=np.float64)
+    _refuse_negative_or_non_finite(
+        np.asarray(scale, dtype=np.float64),
+        "scale",
+        "scale must be finite and >= 0",
+        "Pass a non-negative standard deviation.",
+    )
+    return scale
+
+
+def _refuse_negative_or_non_finite(arr: np.ndarray, name: str, rule: str, hint: str):
+    """A ValueError naming the first entry of ``arr`` that is negative or not finite."""
     bad = ~np.isfinite(arr) | (arr < 0)
     if bad.any():
         i = tuple(int(k) for k in np.argwhere(bad)[0])
-        raise ValueError(
-            f"scale must be finite and >= 0; {_entry('scale', i)} is "
-            f"{float(arr[i])!r}. Pass a non-negative standard deviation."
-        )
-    return scale
+        raise ValueError(f"{rule}; {_entry(name, i)} is {float(arr[i])!r}. {hint}")
 
 
 def _check_dim(dim: Any, minimum: int = 1) -> int:
@@ -102,13 +108,12 @@ def _check_weights(weights: Any, shape: tuple[int, ...]) -> np.ndarray:
             f"weights must have shape (..., {shape[-1]}) broadcastable to {shape}; "
             f"got {w0.shape}."
         ) from None
-    bad = ~np.isfinite(w0) | (w0 < 0)
-    if bad.any():
-        i = tuple(int(k) for k in np.argwhere(bad)[0])
-        raise ValueError(
-            f"weights must be finite and non-negative; {_entry('weights', i)} is "
-            f"{float(w0[i])!r}. Use 0 for absent points."
-        )
+    _refuse_negative_or_non_finite(
+        w0,
+        "weights",
+        "weights must be finite and non-negative",
+        "Use 0 for absent points.",
+    )
     return w
 
 
