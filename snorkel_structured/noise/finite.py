@@ -119,6 +119,22 @@ def expected_sq_dist_by_label(S: np.ndarray, theta: np.ndarray) -> np.ndarray:
     return np.einsum("ayv,yv->ay", np.exp(logp), S)
 
 
+def _prior_weights(prior: Any, r: int) -> np.ndarray:
+    """``prior`` over the r labels as probabilities (uniform when None): finite,
+    non-negative, of positive sum, normalized; a ValueError otherwise."""
+    if prior is None:
+        return np.full(r, 1.0 / r)
+    w = np.asarray(prior, dtype=np.float64)
+    if w.shape != (r,):
+        raise ValueError(f"prior must have shape ({r},); got {w.shape}.")
+    if not (np.isfinite(w).all() and (w >= 0).all() and w.sum() > 0):
+        raise ValueError(
+            "prior must hold finite, non-negative weights with a positive sum (they "
+            f"are normalized); got {w.tolist() if r <= 10 else w}."
+        )
+    return w / w.sum()
+
+
 def expected_sq_dist(S: np.ndarray, theta: np.ndarray, prior: np.ndarray) -> np.ndarray:
     """E[d^2(lambda_a, Y)] under the prior, shape (m,)."""
     return expected_sq_dist_by_label(S, theta) @ np.asarray(prior, dtype=np.float64)
@@ -184,15 +200,9 @@ def theta_from_expected_sq_dist(
         weights = np.repeat(np.eye(r)[None], target.shape[0], axis=0).reshape(-1, r)
         flat = target.reshape(-1)
     else:
-        w = (
-            np.full(r, 1.0 / r)
-            if prior is None
-            else np.asarray(prior, dtype=np.float64)
-        )
-        if w.shape != (r,):
-            raise ValueError(f"prior must have shape ({r},); got {w.shape}.")
+        w = _prior_weights(prior, r)
         flat = target.reshape(-1)
-        weights = np.broadcast_to(w / w.sum(), (flat.size, r))
+        weights = np.broadcast_to(w, (flat.size, r))
     if not np.isfinite(flat).all():
         raise ValueError("expected must be finite; got NaN or inf.")
     # xtol is relative to theta's own unit, 1 / (smallest positive d^2): an absolute
@@ -371,13 +381,9 @@ class FiniteNoiseModel:
         return np.exp(self.log_conditional_probs())
 
     def expected_sq_dist(self, prior: Any = None) -> np.ndarray:
-        """E[d^2(lambda_a, Y)], shape (m,); prior over Y defaults to uniform."""
-        r = len(self.space)
-        p = (
-            np.full(r, 1.0 / r)
-            if prior is None
-            else np.asarray(prior, dtype=np.float64)
-        )
+        """E[d^2(lambda_a, Y)], shape (m,); prior over Y (weights, normalized here)
+        defaults to uniform."""
+        p = _prior_weights(prior, len(self.space))
         return expected_sq_dist(self.space.squared_distance_matrix, self.theta, p)
 
     @classmethod

@@ -155,3 +155,23 @@ def test_noise_model_validation():
     m = ss.FiniteNoiseModel.from_expected_sq_dist(ss.Discrete(4), [0.2, 0.5])
     np.testing.assert_allclose(m.expected_sq_dist(), [0.2, 0.5])
     assert m == ss.FiniteNoiseModel(ss.Discrete(4), m.theta)
+
+
+def test_priors_are_checked_and_normalized_alike():
+    # expected_sq_dist read an unnormalized prior as given (10 x uniform gave 10 x
+    # E d^2) while from_expected_sq_dist normalized it, so they did not round-trip;
+    # NaN, negative or all-zero priors gave NaN or a silent theta of 25.
+    space = ss.Permutations(3)
+    model = ss.FiniteNoiseModel(space, [1.0])
+    p = np.full(6, 1 / 6)
+    np.testing.assert_allclose(
+        model.expected_sq_dist(10 * p), model.expected_sq_dist(p)
+    )
+    E = model.expected_sq_dist(10 * p)
+    back = ss.FiniteNoiseModel.from_expected_sq_dist(space, E, prior=10 * p).theta
+    np.testing.assert_allclose(back, [1.0], rtol=1e-6)
+    for bad in ([np.nan] * 6, [-1, 1, 1, 1, 1, 1], np.zeros(6), [0.5, 0.5]):
+        with pytest.raises(ValueError, match="prior must"):
+            model.expected_sq_dist(bad)
+        with pytest.raises(ValueError, match="prior must"):
+            ss.FiniteNoiseModel.from_expected_sq_dist(space, [0.5], prior=bad)
