@@ -295,9 +295,29 @@ def sample_votes(
     rng = check_seed(seed)
     y = np.asarray(y)
     r = len(S) if isinstance(S, FiniteMetricSpace) else S.shape[0]
+    integral = y.dtype.kind in "iu" or (
+        y.dtype.kind == "f" and bool(np.all(np.isfinite(y) & (y == np.round(y))))
+    )
+    if y.ndim != 1 or not integral:
+        raise ValueError(
+            f"y must be a 1-D array of integer label indices in [0, {r}); got "
+            f"dtype {y.dtype} and shape {y.shape}."
+        )
+    y = y.astype(np.int64, copy=False)
     th = np.asarray(theta, dtype=np.float64)
     _check_theta(th)
+    if th.ndim not in (1, 2) or (th.ndim == 2 and th.shape[1] != r):
+        raise ValueError(
+            f"theta must have shape (m,) or (m, {r}) (one value per LF, or per LF "
+            f"and label); got {th.shape}."
+        )
     m = th.shape[0]
+    abstain_arr = np.asarray(abstain, dtype=np.float64)
+    if abstain_arr.ndim > 1 or abstain_arr.size not in (1, m):
+        raise ValueError(
+            f"abstain must be one rate or one per LF ({m}); got shape "
+            f"{abstain_arr.shape}."
+        )
     labels, inverse = np.unique(y, return_inverse=True)
     if labels.size and (labels[0] < 0 or labels[-1] >= r):
         raise ValueError(

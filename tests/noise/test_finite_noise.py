@@ -175,3 +175,25 @@ def test_priors_are_checked_and_normalized_alike():
             model.expected_sq_dist(bad)
         with pytest.raises(ValueError, match="prior must"):
             ss.FiniteNoiseModel.from_expected_sq_dist(space, [0.5], prior=bad)
+
+
+def test_sample_votes_refuses_malformed_y_abstain_and_theta():
+    # bare numpy IndexError/broadcast errors before, or (theta of the wrong width)
+    # votes drawn silently
+    from snorkel_structured.noise.finite import sample_votes
+
+    space = ss.Permutations(3)
+    model = ss.FiniteNoiseModel(space, [1.0, 1.0])
+    with pytest.raises(ValueError, match="y must be a 1-D array of integer"):
+        model.sample(np.array([0.5, 1.2]), seed=0)
+    with pytest.raises(ValueError, match="y must be a 1-D array of integer"):
+        model.sample(np.zeros((2, 2), int), seed=0)
+    with pytest.raises(ValueError, match="abstain must be one rate or one per LF"):
+        model.sample(np.zeros(5, int), abstain=[0.1, 0.1, 0.1], seed=0)
+    with pytest.raises(ValueError, match=r"theta must have shape \(m,\) or \(m, 6\)"):
+        sample_votes(space.squared_distance_matrix, np.ones((1, 5)), [0], seed=0)
+    # integral floats are label indices too, and draw the same votes
+    np.testing.assert_array_equal(
+        model.sample(np.array([0.0, 3.0, 5.0]), seed=1),
+        model.sample(np.array([0, 3, 5]), seed=1),
+    )
