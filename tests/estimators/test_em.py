@@ -193,6 +193,36 @@ def test_a_row_weight_reads_as_that_many_copies_of_each_row():
     )
 
 
+def test_an_e_step_after_loglik_at_the_same_parameters_is_handed_over_once():
+    # loglik keeps its E-step for the next e_step at the same parameters (EM's
+    # closing loglik, then the caller's E-step): the same values as a fresh
+    # problem's, and a caller that writes into the handed responsibilities does not
+    # change what a later E-step returns.
+    from snorkel_structured.estimators._em_core import _Problem
+    from snorkel_structured.estimators._noise_kernel import _SqDists
+
+    L, _ = _class_votes(800, np.full(5, 0.7), [0.5, 0.3, 0.2], 0.3, seed=3)
+    stats = VoteStats.from_label_matrix(L, n_labels=3)
+    sq = _SqDists(ss.Discrete(3).squared_distance_matrix)
+    T, log_w = np.arange(3), np.log([0.5, 0.3, 0.2])
+    theta = np.array([1.0, 0.5, 2.0, 1.5, 0.8])
+    alpha = np.full((5, 3), 0.3)
+    prob, fresh = _Problem(stats, sq), _Problem(stats, sq)
+    R_ref, ll_ref = fresh.e_step(log_w, theta, T, alpha)
+    assert prob.loglik(log_w, theta, T, alpha) == ll_ref
+    R, ll = prob.e_step(log_w, theta, T, alpha)
+    np.testing.assert_array_equal(R, R_ref)
+    assert ll == ll_ref
+    R[:] = -1.0  # the caller owns it now
+    R2, ll2 = prob.e_step(log_w, theta, T, alpha)
+    np.testing.assert_array_equal(R2, R_ref)
+    assert ll2 == ll_ref
+    # other parameters are never served from it
+    prob.loglik(log_w, theta, T, alpha)
+    R3, _ = prob.e_step(log_w, theta * 2.0, T, alpha)
+    np.testing.assert_array_equal(R3, fresh.e_step(log_w, theta * 2.0, T, alpha)[0])
+
+
 def test_choices_on_a_sample_weigh_as_all_rows():
     # Snorkel's generator draws class-dependent abstain rates. With 6 classes the
     # abstain-dependent variant costs 50 parameters: on 1e5 rows BIC takes it, on the
