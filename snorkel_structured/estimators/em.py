@@ -309,7 +309,9 @@ def mle_estimate(
     max_iter : int, default=500
         EM iterations (each SQUAREM cycle counts three).
     tol : float, default=1e-8
-        Convergence tolerance on the log-likelihood per row.
+        Convergence tolerance on the log-likelihood per row; the refit on all rows
+        after choices made on a sample stops at the looser of ``tol`` and 0.02
+        nats in all (``_em_choices._refit_chosen``).
     seed : None, int or numpy.random.Generator
     labeled : (patterns, counts, labels), optional
         Labeled rows (vote patterns (u, n_lfs), their counts (u,), label indices
