@@ -422,3 +422,54 @@ def test_auto_tries_robust_on_curved_space_when_only_outliers_are_wide():
     np.testing.assert_allclose(lm.outlier_rate_, out.mean(axis=0), atol=0.03)
     err = np.mean(h.dist(lm.predict(X), d.Y) ** 2)
     assert err < 0.5 * np.mean(h.dist(plain.predict(X), d.Y) ** 2)
+
+
+def test_auto_keeps_the_plain_model_when_the_robust_fit_cannot_identify_the_lfs():
+    # Diabetes progression (R^1, 200 rows) from univariate fits of 142 reference
+    # rows: most votes look outlying to the robust EM, whose inlier-weighted pair
+    # sums are then fractions of a row and identify no LF. robust="auto" raised
+    # "Too few overlapping rows" with counts like 4.31 and 5.6e-141 for pairs that
+    # co-vote on all 200 rows; it keeps the plain model, and robust=True says why.
+    from sklearn.datasets import load_diabetes
+
+    data = load_diabetes()
+    X, y = data.data, data.target[:, None]
+    perm = np.random.default_rng(0).permutation(len(y))
+    ref, train = perm[:142], perm[142:342]
+    col = {name: i for i, name in enumerate(data.feature_names)}
+
+    def linear(x: np.ndarray, read: np.ndarray | None = None) -> np.ndarray:
+        """The reference rows' line of y on x, applied to ``read`` (default x)."""
+        A = np.c_[np.ones(ref.size), x[ref]]
+        coef = np.linalg.lstsq(A, y[ref], rcond=None)[0]
+        read = x if read is None else read
+        return np.c_[np.ones(read.size), read] @ coef
+
+    bmi, s5 = X[:, col["bmi"]], X[:, col["s5"]]
+    edges = np.quantile(bmi[ref], [0.25, 0.5, 0.75])
+    bin_means = np.array(
+        [y[ref][np.searchsorted(edges, bmi[ref]) == k].mean(0) for k in range(4)]
+    )
+    # a data-entry bug flips and triples s5 for 15% of the patients
+    s5_read = np.where((np.arange(len(y)) * 7919) % 100 < 15, -3.0 * s5, s5)
+    L = np.stack(
+        [linear(X[:, col[f]]) for f in ("bmi", "s5", "bp", "s4")]
+        + [
+            bin_means[np.searchsorted(edges, bmi)],
+            np.where((bmi > 0.06)[:, None], y[ref][bmi[ref] > 0.06].mean(0), np.nan),
+            linear(s5, s5_read),
+        ],
+        axis=1,
+    )[train]
+    space = Euclidean(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        auto = ManifoldLabelModel(space, seed=0).fit(L)
+        plain = ManifoldLabelModel(space, seed=0, robust=False).fit(L)
+    assert auto.noise_model_["family"] == "plain"
+    assert "Too few overlapping rows" in auto.noise_model_["robust_failed"]
+    np.testing.assert_array_equal(auto.predict(L), plain.predict(L))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match="robust=True: the robust fit failed"):
+            ManifoldLabelModel(space, seed=0, robust=True).fit(L)

@@ -215,7 +215,10 @@ class ManifoldLabelModel(
         ``"n_rows_robust"`` (rows the robust fit may use), ``"robust_degenerate"``
         (``True`` when a robust fit ended with every outlier rate at the cap
         ``MAX_OUTLIER_RATE``: inlier and outlier roles swapped; ``"auto"`` then keeps
-        the plain model, ``robust=True`` keeps it with a ``ConvergenceWarning``).
+        the plain model, ``robust=True`` keeps it with a ``ConvergenceWarning``),
+        ``"robust_failed"`` (the error of a robust fit whose inlier-weighted pair
+        sums could not identify the LFs; ``"auto"`` then keeps the plain model,
+        ``robust=True`` raises it).
     shrinkage_ : ndarray of shape (n_lfs,)
         Fraction ``kappa_a`` of each LF's deviation in ``log E d^2`` removed.
     weight_exponent_ : float
@@ -649,7 +652,25 @@ class ManifoldLabelModel(
                 if self.robust is True:
                     info["criterion"] = "forced"
             if fit_robust:
-                robust_fit = self._robust_fit(rows, noise, deps, groups, plain, dev)
+                try:
+                    robust_fit = self._robust_fit(rows, noise, deps, groups, plain, dev)
+                except ValueError as err:
+                    # The robust EM re-estimates the noise from inlier-weighted pair
+                    # sums: when the votes are mostly "outlying", those weights leave
+                    # pairs with fractions of a row (diabetes, 200 rows: 4.3 and
+                    # 5.6e-141 "co-voted rows"), too few to identify the LFs.
+                    if self.robust is True:
+                        raise ValueError(
+                            "robust=True: the robust fit failed. It re-estimates the "
+                            "LFs' noise from the pair sums of the votes it counts as "
+                            "inliers (each row weighted by its inlier probability), "
+                            "and those weights left too little to estimate from: "
+                            f"{err} Use robust='auto' (which then keeps the plain "
+                            "model) or robust=False."
+                        ) from err
+                    info["robust_failed"] = str(err)
+                    robust_fit = None
+            if robust_fit is not None:
                 if robust_fit.degenerate:
                     # Every LF's outlier rate at the cap: "inlier" and "outlier" have
                     # swapped roles (the fit explains the votes by the background and
