@@ -290,3 +290,27 @@ def test_more_components_than_true_labels_keep_the_lfs_weights(k):
     assert np.all(lm.theta_ > 1.0)
     acc = np.mean(lm.predict(L, tie_break_policy="random") == y)
     assert acc >= np.mean(exact.predict(L, tie_break_policy="random") == y) - 0.02
+
+
+def test_never_wrong_names_only_lfs_with_their_own_theta():
+    # With one theta for every LF (the unweighted vote) no LF decides the labels: a
+    # sparse LF voting only where the others agree never disagrees with the model's
+    # labels, but "reached theta=50 ... lets them decide the labels" was false (its
+    # theta was the shared 2.85). An LF fitted with its own theta still warns.
+    rng = np.random.default_rng(0)
+    n, k = 3000, 3
+    Y = rng.integers(0, k, n)
+    right = rng.random((n, 4)) < np.array([0.8, 0.75, 0.7, 0.7])
+    L = np.where(right, Y[:, None], (Y[:, None] + rng.integers(1, k, (n, 4))) % k)
+    agree = (L == L[:, :1]).all(axis=1)
+    L = np.c_[L, np.where(agree & (rng.random(n) < 0.3), L[:, 0], -1)]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lm = ss.StructuredLabelModel(ss.Discrete(k), seed=0, shrinkage=1.0).fit(L)
+    assert np.all(lm.theta_ == lm.theta_[0])
+    assert not any("never wrong" in str(w.message) for w in caught)
+    from snorkel_structured.synthetic import make_ranking_data
+
+    data = make_ranking_data(500, seed=0)  # a copy of the truth, with its own theta
+    with pytest.warns(ss.IdentifiabilityWarning, match=r"LF\(s\) \[3\] reached theta"):
+        ss.StructuredLabelModel(data.space, seed=0).fit(np.c_[data.L, data.Y])

@@ -475,8 +475,13 @@ def mle_estimate(
     # keeps theta below the cap then).
     vote_sq = prob.vote_moments(R, T)[1].sum(axis=1)
     unit_sq = prob.sq.unit ** (2.0 / prob.sq.power)  # smallest positive d^2
-    never_wrong = (np.atleast_2d(th.T).T >= 0.999 * prob.sq.theta_max).any(axis=1) | (
-        (vote_sq < unit_sq) & (prob.n_voted > 0)
+    per_lf = np.atleast_2d(th.T).T  # (m, 1) or (m, k)
+    # With one theta for every LF (the unweighted vote) no LF decides the labels: an
+    # LF that never disagrees with them is one that votes with the majority (a
+    # sparse LF on cities -> continent was named "never wrong" at theta 4.4).
+    own = not bool(np.all(per_lf == per_lf[:1]))
+    never_wrong = (per_lf >= 0.999 * prob.sq.theta_max).any(axis=1) | (
+        own & (vote_sq < unit_sq) & (prob.n_voted > 0)
     )
     at_bound = np.flatnonzero(never_wrong)
     if at_bound.size:
