@@ -46,7 +46,7 @@ Declared dependencies and labeled rows (all three estimators)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -100,6 +100,11 @@ class ManifoldEstimate:
         The same variance on each side of the estimate: below it (the LF better than
         estimated) and above it. Near the family's noiseless end the two differ
         widely; shrinkage reads the side it moves an LF towards.
+    past_noiseless : ndarray of bool of shape (n_lfs,) or None
+        LFs whose solved invariant lay past the family's noiseless end (e.g. a mean
+        cos d the other pairs put above 1), clipped to it: a bound, not an estimate
+        of how precise the LF is. (The label model's robust fit adds the LFs it
+        raises to its inliers' floor.)
     """
 
     noise_scale: np.ndarray
@@ -108,6 +113,7 @@ class ManifoldEstimate:
     pairs_used: np.ndarray
     log_sq_dist_var: np.ndarray | None = None
     log_sq_dist_side_var: np.ndarray | None = None
+    past_noiseless: np.ndarray | None = None
 
 
 def _estimate(
@@ -295,6 +301,7 @@ def _finish(noise, invariant, pairs, what="invariant"):
 
     On curved spaces an estimate past the noiseless end of ``_range`` is first
     compared with the range reaching ``CURVED_NOISELESS_REACH`` further (see there).
+    The estimate records the LFs past the noiseless end (``past_noiseless``).
     """
     invariant = np.asarray(invariant, dtype=np.float64)
     forward = (
@@ -322,12 +329,24 @@ def _finish(noise, invariant, pairs, what="invariant"):
             large, f_large = far, f_far
         lo_v, hi_v = min(f_small, f_large), max(f_small, f_large)
         bad = ~((invariant > lo_v) & (invariant < hi_v))
+    # past the noiseless end (the one nearer a noiseless LF's value): beyond it, on
+    # the side away from the other end
+    clean = (
+        0.0 if what == "expected_sq_dist" or noise.invariant_name == "sq_dist" else 1.0
+    )
+    f_clean, f_noisy = (
+        (f_small, f_large)
+        if abs(f_small - clean) <= abs(f_large - clean)
+        else (f_large, f_small)
+    )
+    past = bad & (np.sign(invariant - f_clean) * np.sign(f_clean - f_noisy) >= 0)
     if bad.any():
-        a = int(np.flatnonzero(bad)[0])
+        lfs = np.flatnonzero(bad).tolist()
         _warnings.warn(
-            f"The estimated {what} of LF {a} ({invariant[a]!r}) is outside the range "
-            f"({lo_v!r}, {hi_v!r}) of {noise!r}; it is clipped to the nearest admissible "
-            "value. The LF may be (nearly) noiseless or pure noise, or the data too few.",
+            f"The estimated {what} of LF(s) {lfs} ({invariant[bad].tolist()!r}) is "
+            f"outside the range ({lo_v!r}, {hi_v!r}) of {noise!r}; it is clipped to "
+            "the nearest admissible value. The LF may be (nearly) noiseless or pure "
+            "noise, or the data too few.",
             IdentifiabilityWarning,
             stacklevel=3,
         )
@@ -352,7 +371,7 @@ def _finish(noise, invariant, pairs, what="invariant"):
         scale[inner] = noise.scale_from_invariant(invariant[inner])
     else:
         scale[inner] = noise.scale_from_expected_sq_dist(invariant[inner])
-    return _estimate(noise, scale, pairs)
+    return replace(_estimate(noise, scale, pairs), past_noiseless=past)
 
 
 def _log_sq_dist_var(noise, z, z_var, log_space, lo_v, hi_v):
@@ -598,14 +617,7 @@ def triplet_estimate(
         sol_var = np.where(no_signal, 0.0, sol_var)
     est = _finish(noise, invariant, reduced if not bad.any() else pairs)
     log_var, side_var = _log_sq_dist_var(noise, sol, sol_var, log_space, lo_v, hi_v)
-    return ManifoldEstimate(
-        noise_scale=est.noise_scale,
-        expected_sq_dist=est.expected_sq_dist,
-        expected_invariant=est.expected_invariant,
-        pairs_used=est.pairs_used,
-        log_sq_dist_var=log_var,
-        log_sq_dist_side_var=side_var,
-    )
+    return replace(est, log_sq_dist_var=log_var, log_sq_dist_side_var=side_var)
 
 
 def uws_estimate(

@@ -115,7 +115,8 @@ def _floored(est: Any, noise: Any, e_min: float) -> Any:
     """``est`` with every ``E d^2`` below ``e_min`` raised to it (robust inliers).
 
     A floored LF's ``log_sq_dist_var`` is set to 0: the floor is a bound, not an
-    estimate, so shrinkage leaves it (and the ties among floored LFs) alone.
+    estimate, so shrinkage leaves it (and the ties among floored LFs) alone; it
+    counts in ``past_noiseless`` (bounds, which the fit warns of).
     """
     low = est.expected_sq_dist < e_min
     if not low.any():
@@ -134,6 +135,7 @@ def _floored(est: Any, noise: Any, e_min: float) -> Any:
         log_sq_dist_side_var=None
         if est.log_sq_dist_side_var is None
         else np.where(low[:, None], 0.0, est.log_sq_dist_side_var),
+        past_noiseless=low if est.past_noiseless is None else est.past_noiseless | low,
     )
 
 
@@ -734,6 +736,20 @@ class ManifoldLabelModel(
         self._robust_params = rob
         self.weight_exponent_ = float(p)
         self.weights_, self.shrinkage_ = self._weights(est, p)
+        past = est.past_noiseless
+        if past is not None and past.any() and dev is None:
+            _warnings.warn(
+                f"LF(s) {np.flatnonzero(past).tolist()}: the LF pairs put their noise "
+                "past the family's noiseless end (or, robust, below the inliers' "
+                "floor), and it is clipped there: a bound, not an estimate, which "
+                "gives them "
+                f"{float(self.weights_[past].sum()):.0%} of the weight. A very "
+                "precise LF looks so, and so do LFs whose errors depend on each "
+                "other's (e.g. a coarse LF with two that share its source). If they "
+                "are not that precise, label a few rows (X_dev, Y_dev) to weigh them.",
+                IdentifiabilityWarning,
+                stacklevel=3,
+            )
         self.noise_model_ = info
         return self
 

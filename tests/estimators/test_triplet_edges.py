@@ -10,6 +10,7 @@ from snorkel_structured import (
     Euclidean,
     Hyperbolic,
     IdentifiabilityWarning,
+    ManifoldLabelModel,
     RiemannianGaussian,
     Sphere,
     WrappedNormal,
@@ -222,3 +223,48 @@ def test_radial_rule_memo_survives_being_cleared(monkeypatch):
     want = noise_module._reference_pair_expected_sq_dist(rg, 8.0, 0.25)
     np.testing.assert_allclose(again[4], want, rtol=1e-12)
     np.testing.assert_allclose(rg.expected_sq_dist(theta), rg.expected_sq_dist(theta))
+
+
+def test_lfs_past_the_noiseless_end_are_named_and_their_weight_said():
+    # Two LFs of noise 0.49 between two anti-correlated pairs (y + d, y - d): each
+    # pair says the LF is better than noiseless, so the least squares put both past
+    # the noiseless end and the clip hands them all the weight. The clip warning
+    # named only the first; the fit now names both and says what share they get.
+    rng = np.random.default_rng(0)
+    n = 2000
+    y = rng.normal(size=n)
+    d1, d2 = 2.0 * rng.normal(size=n), 2.0 * rng.normal(size=n)
+    X = np.stack(
+        [
+            y + 0.7 * rng.normal(size=n),
+            y + 0.7 * rng.normal(size=n),
+            y + d1,
+            y - d1,
+            y + d2,
+            y - d2,
+        ],
+        axis=1,
+    )[:, :, None]
+    space = Euclidean(1)
+    # the least squares by hand: e_a + e_b = mean (x_a - x_b)^2 over the 15 pairs
+    a, b = np.triu_indices(6, k=1)
+    design = np.zeros((a.size, 6))
+    design[np.arange(a.size), a] = design[np.arange(a.size), b] = 1.0
+    M = ((X[:, a, 0] - X[:, b, 0]) ** 2).mean(axis=0)
+    by_hand = np.linalg.lstsq(design, M, rcond=None)[0]
+    assert (by_hand[:2] < 0).all() and (by_hand[2:] > 0).all()
+    with pytest.warns(IdentifiabilityWarning, match=r"LF\(s\) \[0, 1\] \(\["):
+        est = triplet_estimate(
+            ManifoldStats.from_outputs(X, space),
+            noise_module.make_noise("wrapped_normal", space),
+        )
+    np.testing.assert_array_equal(est.past_noiseless, [1, 1, 0, 0, 0, 0])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lm = ManifoldLabelModel(space, seed=0).fit(X, dependencies=[])
+    share = lm.weights_[:2].sum()
+    said = [
+        str(w.message) for w in caught if "LF(s) [0, 1]: the LF pairs" in str(w.message)
+    ]
+    assert len(said) == 1 and f"gives them {share:.0%} of the weight" in said[0]
+    assert share > 0.99  # what the warning is about
