@@ -77,7 +77,10 @@ def make_manifold_data(
     ValueError
         On hyperbolic space, if a label or draw lies farther than
         ``Hyperbolic.max_radius`` from the origin (float64 coordinates cannot resolve
-        it); place ``y`` nearer the origin.
+        it); place ``y`` nearer the origin. Also for a noise scale so large that one
+        of the draws would pass ``max_radius`` from its label with probability above
+        0.05; the message names the noisiest scale that can be sampled (see the
+        noise family's ``sample``).
 
     Examples
     --------
