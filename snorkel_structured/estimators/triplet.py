@@ -229,11 +229,14 @@ def _usable_pairs(
         partners = (
             np.bincount(pairs.ravel(), minlength=m) if len(pairs) else np.zeros(m)
         )
-        worst = int(np.argmin(partners))
+        # the LFs left unidentified (not those fixed otherwise, e.g. one fitted at
+        # the family's maximum noise, which needs no partner)
+        lost = np.flatnonzero(unidentified_lfs(pairs, m, dev_lfs))
         raise ValueError(
             "Too few overlapping rows: the LF-LF pairs with at least "
-            f"min_overlap={min_overlap} co-voted rows do not identify every LF (LF "
-            f"{worst} has {int(partners[worst])} usable partner(s); pair counts "
+            f"min_overlap={min_overlap} co-voted rows do not identify every LF (LF(s) "
+            f"{lost.tolist()} with {partners[lost].astype(int).tolist()} usable "
+            "partner(s); pair counts "
             f"{stats.pair_count[ia, ib].tolist()} for pairs "
             f"{list(zip(ia.tolist(), ib.tolist(), strict=True))}). Every LF needs to co-vote with "
             "two others that co-vote with each other; add data or LFs, or lower "

@@ -269,3 +269,22 @@ def test_lfs_past_the_noiseless_end_are_named_and_their_weight_said():
     ]
     assert len(said) == 1 and f"gives them {share:.0%} of the weight" in said[0]
     assert share > 0.99  # what the warning is about
+
+
+def test_too_few_rows_names_the_unidentified_lf_not_the_one_at_maximum_noise():
+    # An LF voting the antipode is fitted at the family's maximum noise (it needs no
+    # partner); a sparse LF co-voting on 4 rows is the one left unidentified. The
+    # error named the antipode LF ("LF 4 has 0 usable partner(s)").
+    sphere = Sphere(2)
+    data = make_manifold_data(300, space=sphere, noise_scale=[0.05] * 4, seed=0)
+    antipode = -data.Y[:, None, :]
+    sparse = np.full((300, 1, 3), np.nan)
+    sparse[:4, 0] = data.Y[:4]
+    X = np.concatenate([data.X, antipode, sparse], axis=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match=r"LF\(s\) \[5\] with \[0\] usable"):
+            triplet_estimate(
+                ManifoldStats.from_outputs(X, sphere),
+                noise_module.make_noise("wrapped_normal", sphere),
+            )
