@@ -102,8 +102,10 @@ def dependency_weights(pairs: list[tuple[int, int]], n_lfs: int) -> np.ndarray |
         _warnings.warn(
             f"The dependencies leave {sizes.size} groups of independent LFs; at "
             "least 3 are needed to identify each LF's noise, so the label model "
-            "gives every LF the same theta (the unweighted vote; with outliers, an LF "
-            "that strays from the rest is still discounted, see outlier_rate_). Add "
+            "gives every LF the same theta (the unweighted vote; on Discrete the "
+            "data may choose one theta per class, shared by the LFs, see "
+            "noise_model_; with outliers, an LF that strays from the rest is still "
+            "discounted, see outlier_rate_). Add "
             "LFs that use other sources, or label a few rows (L_dev, Y_dev).",
             IdentifiabilityWarning,
             stacklevel=4,

@@ -544,9 +544,10 @@ class StructuredLabelModel(
                 f"(at least {DEPENDENCE_MIN_RATIO:g} times as often, or half-way to "
                 "always; they likely share a source), so the "
                 "LFs' accuracies cannot be told from their agreements: the label "
-                "model gives every LF the same theta (the unweighted vote; with "
-                "outliers, an LF that strays from the rest is still discounted, "
-                "see outlier_rate_). Label a few "
+                "model gives every LF the same theta (the unweighted vote; on "
+                "Discrete the data may choose one theta per class, shared by the "
+                "LFs, see noise_model_; with outliers, an LF that strays from the "
+                "rest is still discounted, see outlier_rate_). Label a few "
                 "rows (fit(..., L_dev=, Y_dev=)) to weigh them, pass your own pairs "
                 "(each group then counts as one LF), or dependencies=[] to fit them "
                 "as independent.",
