@@ -181,8 +181,9 @@ class _Problem:
         self._cast_dists_cache: tuple[bytes, Any] = (b"", None)
         self._table_cache: tuple[Any, Any] = (None, None)
         self._factors_cache: tuple[bytes, Any] = (b"", None)
-        # The last loglik's E-step (parameters, R, ll): handed to the next e_step at
-        # the same parameters, once (EM's closing loglik, then the caller's E-step).
+        # The last loglik's E-step (parameters, R, ll): handed to the next e_step if
+        # at the same parameters (EM's closing loglik, then the caller's E-step), else
+        # dropped, so that other E-steps pay no comparison.
         self._loglik_step: tuple[Any, Any] = (None, None)
 
     @functools.cached_property
@@ -461,10 +462,11 @@ class _Problem:
         Without it abstains are independent of Y: they drop out of R, and the
         log-likelihood counts them at each LF's overall abstain rate.
         """
-        key = _step_key(log_w, theta, T, alpha, eps)
-        if self._loglik_step[0] == key:
-            step, self._loglik_step = self._loglik_step[1], (None, None)
-            return step
+        if self._loglik_step[0] is not None:  # handed over once, or dropped
+            key, step = self._loglik_step
+            self._loglik_step = (None, None)
+            if key == _step_key(log_w, theta, T, alpha, eps):
+                return step
         if self.blocks is not None:  # abstain terms folded into the table
             G = self.blocks.log_lik(self.vote_table(theta, T, eps, alpha))
         else:
