@@ -303,8 +303,8 @@ class _Problem:
         if self._table_cache[0] != key:
             vals, logmult = self.dists(T)
             W = _log_table(self.rows(T), vals, logmult, theta)
-            # log_h is read only with outliers: building it costs a pass over the
-            # patterns (11 ms of a 0.18 s fit on 1e5 rows, k = 4)
+            # log_h is read only with outliers: building it costs a bincount over
+            # every (pattern, LF) cell, on every problem a fit builds
             mixed = W if eps is None else _mix_outliers(W, eps, self.log_h)
             self._table_cache = (key, (W, mixed))
         return self._table_cache[1]
