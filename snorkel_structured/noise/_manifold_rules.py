@@ -23,6 +23,10 @@ from snorkel_structured.spaces.manifolds import Euclidean, Hyperbolic, Sphere
 # Angle nodes of the pair map (see _angle_nodes): on H^d and R^d, and on S^d.
 _N_ANGLE = 24
 _N_ANGLE_SPHERE = 20
+# Half-width of the radial windows, in standard deviations of the density's Gaussian
+# envelope: the log-concave densities are below e^(-8^2/2) = 1.3e-14 of their mode
+# outside the window.
+_WINDOW_SD = 8.0
 
 
 @functools.lru_cache(maxsize=64)

@@ -58,10 +58,9 @@ from typing import Any
 import numpy as np
 from scipy import optimize, special
 
-from snorkel_structured._validation import check_seed
+from snorkel_structured.noise._manifold_pair import PairMapMethods
 from snorkel_structured.noise._manifold_rules import (
-    _angle_integrated_sq_dist,
-    _angle_nodes,
+    _WINDOW_SD,
     _genlaguerre,
     _legendre,
     _sphere_sigma2_max,
@@ -70,33 +69,17 @@ from snorkel_structured.noise._manifold_rules import (
 from snorkel_structured.noise._manifold_rules import (  # benchmarks use it from here
     _reference_pair_expected_sq_dist as _reference_pair_expected_sq_dist,
 )
+from snorkel_structured.noise._manifold_sampling import SamplingMethods
 from snorkel_structured.spaces.manifolds import Euclidean, Hyperbolic, Sphere
 
 __all__ = ["RiemannianGaussian", "WrappedNormal", "make_noise"]
 
-# Radial nodes of the pair map (accuracy in pair_expected_sq_dist), for r_a and r_b;
-# the angle's are in _manifold_rules (see _angle_nodes). On S^d r_b's rule is split in
-# two halves (_split_rules).
-_N_RADIAL = 28
-_N_RADIAL_SPHERE = (24, 32)  # (r_a, r_b): r_b's rule carries the kink
 _N_LEGENDRE = 160  # nodes for 1-D moments of the Riemannian Gaussian
-# Half-width of the radial windows, in standard deviations of the density's Gaussian
-# envelope: the log-concave densities are below e^(-8^2/2) = 1.3e-14 of their mode
-# outside the window.
-_WINDOW_SD = 8.0
-# Where the density is above e^(-4^2/2) of its mode: a kink of d^2 there needs a split
-# rule (see _split_rules).
-_CORE_SD = 4.0
-# Largest chance that one of sample's draws passes Hyperbolic.max_radius that it
-# accepts up front (see _ManifoldNoise._check_radius_tail): one call in 20 would
-# then raise, naming the parameter, and another seed draws.
-_SAMPLE_FAILURE = 0.05
 # Riemannian Gaussian radial rules memoized per (space, n_nodes) and exact theta;
 # cleared when full (rules are 2 x n_nodes floats: 4096 x 160 nodes = 10 MB)
 _RULE_CACHE: dict = {}
 _MODE_CACHE: dict = {}
 _RULE_CACHE_SIZE = 4096
-_PAIR_CHUNK = 64  # pairs per block of the pair map: (64, 40, 40, 24) floats = 20 MB
 
 
 def _check_space(space: Any, family: str) -> None:
@@ -107,8 +90,9 @@ def _check_space(space: Any, family: str) -> None:
         )
 
 
-class _ManifoldNoise:
-    """Shared: value-object protocol, sampling by radius x direction, inverses."""
+class _ManifoldNoise(PairMapMethods, SamplingMethods):
+    """Shared: value-object protocol, moments and their inverses, radial rules; the pair
+    map and sampling are mixins (``_manifold_pair``, ``_manifold_sampling``)."""
 
     parameter_name = "scale"
 
@@ -138,9 +122,6 @@ class _ManifoldNoise:
     ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
         raise NotImplementedError
 
-    def _sample_radius(self, scale: np.ndarray, rng) -> np.ndarray:  # pragma: no cover
-        raise NotImplementedError
-
     @property
     def scale_bounds(self) -> tuple[float, float]:
         """Open interval of admissible parameters."""
@@ -160,119 +141,10 @@ class _ManifoldNoise:
             )
         return s
 
-    def sample(self, base_point: Any, scale: Any, *, seed: Any = None) -> np.ndarray:
-        """Draw one noisy point around each base point.
-
-        Parameters
-        ----------
-        base_point : array-like of shape (..., ambient_dim)
-            True labels ``y`` on the manifold.
-        scale : float or array-like broadcastable to ``base_point.shape[:-1]``
-            The family's parameter (``sigma2`` or ``theta``) per draw.
-        seed : None, int or numpy.random.Generator, default=None
-            A Generator passed in advances.
-
-        Returns
-        -------
-        point : ndarray of shape (..., ambient_dim)
-
-        Raises
-        ------
-        ValueError
-            On hyperbolic space, for a parameter so noisy that one of the draws
-            would lie farther than ``Hyperbolic.max_radius`` (about 31.9) from its
-            label with probability above 0.05: float64 coordinates cannot resolve
-            such points (``Hyperbolic.exp`` refuses them), so the parameter cannot
-            be sampled that many times although its moments are defined. The check
-            is made before drawing, so it does not depend on the seed; the message
-            gives the noisiest parameter that can be sampled as many times (e.g.
-            ``theta >= 0.0372`` for 200,000 draws of
-            ``RiemannianGaussian(Hyperbolic(2))``). Below that chance a draw that
-            passes ``max_radius`` (a call in 20 at most) raises the same kind of
-            error, naming the parameter: draw again with another seed. Also if
-            ``base_point`` lies farther than ``max_radius`` from the origin (see
-            ``Hyperbolic.exp``).
-        """
-        rng = check_seed(seed)
-        x = np.asarray(base_point, dtype=np.float64)
-        if x.shape[-1:] != (self.space.ambient_dim,):
-            raise ValueError(
-                f"base_point must have shape (..., {self.space.ambient_dim}); got {x.shape}."
-            )
-        s = np.broadcast_to(self._check_scale(scale), x.shape[:-1])
-        space = self.space
-        if isinstance(space, Hyperbolic):
-            level = _SAMPLE_FAILURE / max(s.size, 1)  # per draw
-            self._check_radius_tail(s, space.max_radius, level)
-        direction = self.space.random_tangent_vec(x, seed=rng)
-        # the norm at x: far out on hyperbolic space only the base point makes it exact
-        norm = self.space.norm(direction, x)
-        direction = direction / np.where(norm > 0, norm, 1.0)[..., None]
-        r = self._sample_radius(s, rng)
-        if isinstance(space, Hyperbolic) and np.any(r > space.max_radius):
-            # under the level above: still name the parameter, not exp's step
-            self._raise_too_noisy(
-                s.ravel()[np.argmax(r.ravel())], space.max_radius, level
-            )
-        return self.space.exp(r[..., None] * direction, x)
-
-    def _log_radius_tail(
-        self, scale: np.ndarray, radius: float
-    ) -> np.ndarray:  # pragma: no cover
-        """log P(r > radius) per parameter of a 1-D array."""
-        raise NotImplementedError
-
-    def _check_radius_tail(
-        self, scale: np.ndarray, radius: float, level: float
-    ) -> None:
-        """Refuse parameters whose radii pass ``radius`` with probability > ``level``."""
-        if not scale.size:
-            return
-        # the tail grows with the noise: checking the noisiest parameter is enough
-        noisiest = np.min(scale) if self._less_noise > 0 else np.max(scale)
-        log_tail = self._log_radius_tail(np.array([noisiest]), radius)
-        if log_tail[0] > np.log(level):
-            self._raise_too_noisy(noisiest, radius, level)
-
     @property
     def _less_noise(self) -> float:
         """+1 if a larger parameter is less noisy (theta), -1 if more (sigma2)."""
         return 1.0 if isinstance(self, RiemannianGaussian) else -1.0
-
-    def _raise_too_noisy(self, value: float, radius: float, level: float) -> None:
-        name = self.parameter_name
-        tail = float(np.exp(self._log_radius_tail(np.array([value]), radius)[0]))
-        if not tail > level:  # a draw past the check: bad luck, not the law
-            raise ValueError(
-                f"scale ({name}) = {float(value)!r} drew a radius beyond "
-                f"Hyperbolic.max_radius = {radius:.4g} (probability {tail:.2g} per "
-                "draw), where float64 coordinates cannot resolve points. Draw again "
-                f"with another seed, or use a less noisy {name}."
-            )
-        # the boundary parameter, by root finding in log(scale) from the bad value
-        # towards less noise (larger theta, smaller sigma2)
-        step = self._less_noise
-
-        def excess(t: float) -> float:
-            lt = self._log_radius_tail(np.array([np.exp(t)]), radius)[0]
-            return max(float(lt), -1e3) - np.log(level)
-
-        t0 = float(np.log(value))
-        t1 = t0 + step
-        while excess(t1) > 0:
-            t1 += step
-        limit = float(np.exp(optimize.brentq(excess, t0, t1, xtol=1e-6)))
-        bound = ">=" if step > 0 else "<="
-        raise ValueError(
-            f"scale ({name}) = {float(value)!r} is too noisy to sample on "
-            f"{self.space!r}: a draw lands farther than Hyperbolic.max_radius = "
-            f"{radius:.4g} from its label with probability {tail:.2g} per draw, "
-            f"more than {_SAMPLE_FAILURE:g} over the {round(_SAMPLE_FAILURE / level)} "
-            "draws, and float64 coordinates cannot resolve points that far. Use "
-            f"{name} {bound} {limit:.4g} for {type(self).__name__} on this space and "
-            "that many draws; the moments and maps (expected_sq_dist, "
-            "pair_expected_sq_dist) are defined for every parameter."
-        )
 
     def _radial_rules(
         self, scales: np.ndarray, n_nodes: int
@@ -371,113 +243,7 @@ class _ManifoldNoise:
             lambda s: float(self.expected_sq_dist(s)), value, "expected_sq_dist"
         )
 
-    def pair_expected_sq_dist(self, scale_a: Any, scale_b: Any) -> np.ndarray:
-        """E d^2(lambda_a, lambda_b) for independent draws around a common ``y``.
-
-        By isotropy the law of ``d(lambda_a, lambda_b)`` depends only on the two
-        parameters: with radii ``r_a, r_b`` (distances to ``y``) and ``phi`` the angle
-        between independent uniform directions (density proportional to
-        ``sin^(dim - 2) phi``), the law of cosines gives the distance. The 3-D
-        expectation is a product Gauss rule, vectorized over pairs: Gauss-Legendre
-        rules on the bulk of each radial density (one batched rule per distinct
-        parameter) and a graded rule in ``phi`` (:func:`_angle_nodes`), with one
-        angle-integrated kernel per block of pairs (:func:`_angle_integrated_sq_dist`).
-        On the sphere ``d^2`` has a kink where ``r_a + r_b = pi`` (antipodal points),
-        so there the ``r_b`` rule is split at ``pi - r_a`` for each node ``r_a``.
-        Accurate to about 1e-8 relative or better (H^d, S^d for dim >= 2, both
-        families). :func:`_reference_pair_expected_sq_dist` is the same rule
-        evaluated one pair at a time (kept to check this one against).
-
-        Parameters
-        ----------
-        scale_a, scale_b : array-like of the same shape (...)
-
-        Returns
-        -------
-        pair_sq_dist : ndarray of shape (...)
-        """
-        return self._pair_map(scale_a, scale_b, grad=False)[0]
-
-    def _pair_map(self, scale_a: Any, scale_b: Any, *, grad: bool):
-        """(pair map, d/d log scale_a, d/d log scale_b); the derivatives None without grad.
-
-        The derivatives use that the radial law is an exponential family in ``r^2``
-        (density ``exp(-theta r^2)`` or ``exp(-r^2 / (2 sigma2))`` times a
-        parameter-free volume factor): ``d E f(r) / d log s = c(s) Cov(f(r), r^2)``
-        with ``c = -theta`` or ``1 / (2 sigma2)``, evaluated with the map's own
-        quadrature at no extra cost. (Not for the wrapped normal on the sphere, whose
-        rules are for the folded radius.)
-        """
-        sa, sb = np.broadcast_arrays(
-            self._check_scale(scale_a), self._check_scale(scale_b)
-        )
-        sphere = isinstance(self.space, Sphere)
-        if grad and sphere and isinstance(self, WrappedNormal):
-            raise NotImplementedError(
-                "the wrapped normal's pair rules on the sphere are for the folded "
-                "radius, which is not an exponential family in r^2; use differences."
-            )
-        t, u, wt = _angle_nodes(self.space.dim, sphere)
-        flat_a, flat_b = sa.ravel(), sb.ravel()
-        # one batched rule per distinct parameter (an LF's parameter enters many pairs)
-        uniq, inv = np.unique(np.r_[flat_a, flat_b], return_inverse=True)
-        R, W = self._pair_radial_rules(uniq)
-        # nodes of negligible weight (the last of the far tail) change the sums by
-        # less than 1e-13 relative
-        keep = (W > 1e-16 * W.max(axis=1, keepdims=True)).any(axis=0)
-        R, W = R[:, keep], W[:, keep]
-        ia, ib = inv[: flat_a.size], inv[flat_a.size :]
-        swap = np.zeros(flat_a.size, dtype=bool)
-        if sphere:
-            lo, hi = self._bulk_window(uniq)
-            # d^2 is symmetric: the noisier law takes the split rule. Its kink moves
-            # with r_a; unsplit, a wide law of r_a against a narrow r_b near 0 sees a
-            # near-kink of the r_b average at r_a ~ pi (1e-7 off at theta = (1e-3,
-            # 1e4) on S^2). The order flips only where the two laws are equal, so the
-            # map stays continuous.
-            swap = self._less_noise * (flat_a - flat_b) < 0
-            ia, ib = np.where(swap, ib, ia), np.where(swap, ia, ib)
-        out, ga, gb = (
-            np.empty(flat_a.size),
-            np.empty(flat_a.size),
-            np.empty(flat_a.size),
-        )
-        for start in range(0, flat_a.size, _PAIR_CHUNK):  # bounds the 4-D temporary
-            sl = slice(start, start + _PAIR_CHUNK)
-            ra, wa = R[ia[sl]], W[ia[sl]]
-            if sphere:  # r_b nodes per node of r_a: (P, N, M)
-                jb = ib[sl]
-                rb, wb = self._split_rules(uniq[jb], lo[jb], hi[jb], np.pi - ra)
-            else:  # one r_b rule per pair: (P, 1, M)
-                rb, wb = R[ib[sl]][:, None, :], W[ib[sl]][:, None, :]
-            K = _angle_integrated_sq_dist(self.space, ra, rb, t, wt, u)
-            if sphere:
-                kb = np.einsum("pij,pij->pi", K, wb)  # E over r_b at each node of r_a
-            else:
-                rb, wb = rb[:, 0, :], wb[:, 0, :]
-                kb = np.einsum("pij,pj->pi", K, wb)
-            out[sl] = np.einsum("pi,pi->p", wa, kb)
-            if grad:
-                ra2, rb2 = ra**2, rb**2
-                ga[sl] = np.einsum("pi,pi,pi->p", wa, kb, ra2) - out[sl] * np.einsum(
-                    "pi,pi->p", wa, ra2
-                )
-                if sphere:  # E[K r_b^2] - E[K] E[r_b^2], r_b's rule per node of r_a
-                    gb[sl] = np.einsum("pi,pij,pij->p", wa, wb * rb2, K) - out[
-                        sl
-                    ] * np.einsum("pi,pij,pij->p", wa, wb, rb2)
-                else:
-                    ka = np.einsum("pi,pij->pj", wa, K)
-                    gb[sl] = np.einsum("pj,pj,pj->p", wb, ka, rb2) - out[
-                        sl
-                    ] * np.einsum("pj,pj->p", wb, rb2)
-        if not grad:
-            return out.reshape(sa.shape), None, None
-        ga, gb = np.where(swap, gb, ga), np.where(swap, ga, gb)
-        ga, gb = ga * self._grad_factor(flat_a), gb * self._grad_factor(flat_b)
-        return out.reshape(sa.shape), ga.reshape(sa.shape), gb.reshape(sa.shape)
-
-    # --- radial rules of the pair map -------------------------------------------------
+    # --- radial rules (the pair map's, the Riemannian Gaussian's moments) -------------
     def _log_density(self, r, scale):  # pragma: no cover
         """Unnormalized log density of the distance ``d(lambda, y)`` at ``r``."""
         raise NotImplementedError
@@ -504,81 +270,6 @@ class _ManifoldNoise:
             if tilt:  # log cosh r = r + log1p(e^-2r) - log 2, without overflow
                 logw = logw + r + np.log1p(np.exp(-2.0 * r)) - np.log(2.0)
         return r, np.where(np.isfinite(logw), logw, -np.inf)
-
-    @property
-    def _n_radial(self) -> tuple[int, int]:
-        """Radial nodes of the pair map for ``(r_a, r_b)``."""
-        if isinstance(self.space, Sphere):
-            return _N_RADIAL_SPHERE
-        return (_N_RADIAL, _N_RADIAL)
-
-    def _pair_radial_rules(self, scales: np.ndarray):
-        """Normalized radial rules of the pair map, (n_scales, n_radial)."""
-        lo, hi = self._bulk_window(scales)
-        r, logw = self._log_rules(scales, lo, hi, self._n_radial[0])
-        w = np.exp(logw - logw.max(axis=1, keepdims=True))
-        return r, w / w.sum(axis=1, keepdims=True)
-
-    def _split_rules(self, scale, lo, hi, cut):
-        """Rules for ``r_b`` split at ``cut``: shape ``cut.shape + (n_radial[1],)``.
-
-        ``scale``, ``lo``, ``hi`` of shape (P,) (the law of ``r_b`` and its bulk),
-        ``cut`` of shape (P, N): Gauss rules on ``[lo, cut]`` and ``[cut, hi]``, each
-        row normalized. On the sphere the angle-integrated ``d^2`` behaves like
-        ``x^2 log|x|`` in ``x = r_a + r_b - pi`` (S^2; ``|x|^3`` on S^3): a Gauss
-        rule across the kink converges slowly (40 nodes: 1.4e-5 relative on S^2),
-        one with the kink at an end only like ``n^-6`` (2e-7 with 20 nodes for a
-        wrapped normal near ``sigma2_max``, whose density does not vanish at pi). So
-        the longer piece gets 20 of the 32 nodes, graded towards the cut (``r = cut
-        + (end - cut) (2 s^2 - s^3)``, Gauss-Legendre in ``s``: ``s^5 log s`` at the
-        cut), and the shorter one 12 (Gauss-Legendre): 6e-11 there, 2e-8 at worst.
-        Where the cut is outside the core of the density (``_CORE_SD`` sd from the
-        mode; the whole bulk on S^1), where the kink costs nothing, the row keeps
-        the unsplit rule on ``[lo, hi]``: a piece would not resolve a narrow density
-        on the wide side.
-        """
-        n = self._n_radial[1]
-        r_all, lw_all = self._log_rules(scale, lo, hi, n)
-        shape = cut.shape + (n,)
-        r = np.array(np.broadcast_to(r_all[:, None, :], shape))
-        logw = np.array(np.broadcast_to(lw_all[:, None, :], shape))
-        # on S^1 the kink is d^2 = min(x, 2 pi - x)^2 itself, not smoothed by an
-        # angle average: split wherever it is in the bulk
-        core = _CORE_SD if self.space.dim > 1 else _WINDOW_SD
-        core_lo, core_hi = self._bulk_window(scale, core)
-        inside = (cut > np.maximum(lo, core_lo)[:, None]) & (
-            cut < np.minimum(hi, core_hi)[:, None]
-        )
-        p, i = np.nonzero(inside)
-        if p.size:  # only those rows: the densities are most of the cost here
-            c, lo, hi, scale = cut[p, i, None], lo[p, None], hi[p, None], scale[p, None]
-            n_long = (5 * n) // 8  # on the longer piece, graded towards the cut
-            s, w = _legendre(n_long)
-            s, w = 0.5 * (s + 1.0), 0.5 * w
-            up = c - lo >= hi - c  # the longer piece is [lo, c]
-            far = np.where(up, lo, hi)
-            # r = c + (far - c) g(s), g = 2 s^2 - s^3: g'(0) = 0 clusters the nodes at
-            # the cut, and g' <= 4/3 keeps the rest about as fine as a plain rule
-            r1 = c + (far - c) * (2.0 * s * s - s**3)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                lw1 = np.log(
-                    np.abs(far - c) * (4.0 * s - 3.0 * s * s) * w
-                ) + self._log_density(r1, scale)
-            r2, lw2 = self._log_rules(
-                scale[:, 0],
-                np.where(up, c, lo)[:, 0],
-                np.where(up, hi, c)[:, 0],
-                n - n_long,
-            )
-            r[p, i] = np.concatenate([r1, r2], axis=-1)
-            logw[p, i] = np.concatenate(
-                [np.where(np.isfinite(lw1), lw1, -np.inf), lw2], axis=-1
-            )
-        w = np.exp(logw - logw.max(axis=-1, keepdims=True))
-        return r, w / w.sum(axis=-1, keepdims=True)
-
-    def _grad_factor(self, scale: np.ndarray) -> np.ndarray:  # pragma: no cover
-        raise NotImplementedError
 
 
 class WrappedNormal(_ManifoldNoise):
@@ -607,6 +298,7 @@ class WrappedNormal(_ManifoldNoise):
     """
 
     parameter_name = "sigma2"
+    _folded_sphere_rules = True  # the pair map's rules on S^d: the folded radius
 
     @property
     def scale_bounds(self) -> tuple[float, float]:
