@@ -310,18 +310,21 @@ def _finish(noise, invariant, pairs, what="invariant"):
     forward = (
         noise.expected_invariant if what == "invariant" else noise.expected_sq_dist
     )
+    # a noiseless LF's value: E d^2 0, cos d and cosh d 1
+    clean = (
+        0.0 if what == "expected_sq_dist" or noise.invariant_name == "sq_dist" else 1.0
+    )
     small, large, f_small, f_large = _range(noise, forward, _unit(noise, invariant))
     lo_v, hi_v = min(f_small, f_large), max(f_small, f_large)
     bad = ~((invariant > lo_v) & (invariant < hi_v))
     reach = _noiseless_reach(noise, forward, small, large) if bad.any() else None
     if reach is not None:
         end, far, f_far = reach
-        # Only when some LF lies between that end and a noiseless LF's value (E d^2
-        # 0, cos d and cosh d 1), i.e. the data resolve noise below the end: an
-        # estimate past a noiseless LF (sampling error on few rows) goes to the end
-        # as it always did.
+        # Only when some LF lies between that end and a noiseless LF's value, i.e.
+        # the data resolve noise below the end: an estimate past a noiseless LF
+        # (sampling error on few rows) goes to the end as it always did.
         f_end = f_small if end == "small" else f_large
-        lo_x, hi_x = sorted((f_end, 0.0 if what == "expected_sq_dist" else 1.0))
+        lo_x, hi_x = sorted((f_end, clean))
         if not ((invariant > lo_x) & (invariant < hi_x)).any():
             reach = None
     if reach is not None:
@@ -332,11 +335,8 @@ def _finish(noise, invariant, pairs, what="invariant"):
             large, f_large = far, f_far
         lo_v, hi_v = min(f_small, f_large), max(f_small, f_large)
         bad = ~((invariant > lo_v) & (invariant < hi_v))
-    # past the noiseless end (the one nearer a noiseless LF's value): beyond it, on
-    # the side away from the other end
-    clean = (
-        0.0 if what == "expected_sq_dist" or noise.invariant_name == "sq_dist" else 1.0
-    )
+    # past the noiseless end (the one nearer ``clean``): beyond it, on the side away
+    # from the other end
     f_clean, f_noisy = (
         (f_small, f_large)
         if abs(f_small - clean) <= abs(f_large - clean)
