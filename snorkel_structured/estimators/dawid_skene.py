@@ -1,0 +1,174 @@
+"""Dawid and Skene's model of plain classes: one full confusion table per LF, by EM.
+
+Each LF a has its own table P(lambda_a = v | Y = y) over its k votes and abstain,
+with no distance structure: the classic crowdsourcing model (Dawid and Skene,
+1979), which Snorkel's ``LabelModel`` also fits (by matrix completion). On a
+``Discrete`` space it is richer than the distance family exp(-theta d) of the
+label models here, whose errors are spread evenly over the wrong classes: it can
+learn that an LF confuses 3 with 8 but never with 1, or that an LF which votes one
+class on every row says nothing. It has k (k - 1) + k more numbers per LF and no
+test of shared sources, so it stays a separate estimator beside the default (see
+``benchmarks/bench_holdout_tasks.py --parts classes`` for both on hold-out tasks).
+
+EM runs over the unique vote patterns of :class:`VoteStats`: the E-step is one
+sparse product of the patterns' one-hot votes with the log tables, the M-step the
+transposed product with the posteriors (closed form), so a step costs
+O(n_patterns n_lfs k).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+
+from snorkel_structured._numeric import normalize_log_rows
+from snorkel_structured._validation import ABSTAIN, check_scalar
+from snorkel_structured.estimators._stats import VoteStats
+from snorkel_structured.estimators._support_posterior import SupportPosterior
+
+__all__ = ["DawidSkeneEstimate", "dawid_skene_estimate"]
+
+# Dirichlet pseudo-count of every cell of the LFs' tables and of every class of the
+# prior (add-one-half, as Jeffreys' and as the default prior of the label models),
+# so that no vote is impossible under any class.
+PSEUDO_COUNT = 0.5
+
+
+@dataclass(frozen=True)
+class DawidSkeneEstimate:
+    """The fitted model.
+
+    Attributes
+    ----------
+    prior : ndarray of shape (k,)
+        P(Y = y).
+    log_table : ndarray of shape (n_lfs, k + 1, k)
+        ``log_table[a, v + 1, y]`` = log P(lambda_a = v | Y = y); row 0 is abstain
+        (v = -1). Each ``exp(log_table[a, :, y])`` sums to 1.
+    log_likelihood : float
+        Log-likelihood of the rows under the fitted model (without the pseudo-counts).
+    n_iter : int
+        EM steps taken.
+    converged : bool
+        Whether the last step gained less than ``tol`` per row.
+    """
+
+    prior: np.ndarray
+    log_table: np.ndarray
+    log_likelihood: float
+    n_iter: int
+    converged: bool
+
+    def posterior(self) -> SupportPosterior:
+        """The fitted posterior as prediction reads it (``log_proba`` of label
+        matrices; every class is in the support)."""
+        k = self.prior.size
+        with np.errstate(divide="ignore"):
+            log_prior = np.log(self.prior)
+        return SupportPosterior(self.log_table, log_prior, np.arange(k), k)
+
+
+def _one_hot_votes(patterns: np.ndarray, k: int) -> sparse.csr_matrix:
+    """(n_patterns, n_lfs (k + 1)): a 1 at column a (k + 1) + v + 1 for LF a's vote v."""
+    u, m = patterns.shape
+    cols = (patterns + 1) + (k + 1) * np.arange(m)[None, :]
+    return sparse.csr_matrix(
+        (np.ones(u * m), cols.ravel(), np.arange(0, u * m + 1, m)),
+        shape=(u, m * (k + 1)),
+    )
+
+
+def _majority_start(patterns: np.ndarray, k: int) -> np.ndarray:
+    """Each pattern's share of votes per class (uniform where no LF votes)."""
+    u, _ = patterns.shape
+    R = np.zeros((u, k))
+    rows, lfs = np.nonzero(patterns != ABSTAIN)
+    np.add.at(R, (rows, patterns[rows, lfs]), 1.0)
+    R[R.sum(axis=1) == 0] = 1.0
+    return R / R.sum(axis=1, keepdims=True)
+
+
+def dawid_skene_estimate(
+    stats: VoteStats,
+    *,
+    pseudo_count: float = PSEUDO_COUNT,
+    max_iter: int = 500,
+    tol: float = 1e-8,
+) -> DawidSkeneEstimate:
+    """Fit Dawid and Skene's model to vote-pattern counts by EM.
+
+    EM starts from each pattern's share of votes per class (a soft majority vote,
+    which also fixes which class is which) and maximizes the likelihood with a
+    Dirichlet pseudo-count on every cell of the tables and every class of the prior.
+
+    Parameters
+    ----------
+    stats : VoteStats
+        Vote-pattern counts of a label matrix over ``k = stats.n_labels`` classes.
+    pseudo_count : float, default=0.5
+        Added to every count of the M-step (tables and prior); 0 gives the plain
+        maximum-likelihood steps, under which a vote an LF never gave for a class
+        becomes impossible for it.
+    max_iter : int, default=500
+    tol : float, default=1e-8
+        EM stops when a step gains less than ``tol`` nats per row.
+
+    Returns
+    -------
+    DawidSkeneEstimate
+
+    Raises
+    ------
+    ValueError
+        Fewer than 3 LFs (two LFs do not identify their tables), no vote at all, or
+        a bad ``pseudo_count``, ``max_iter`` or ``tol``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from snorkel_structured.estimators import VoteStats, dawid_skene_estimate
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 3, 5000)
+    >>> L = np.where(rng.random((5000, 4)) < 0.8, y[:, None], rng.integers(0, 3, (5000, 4)))
+    >>> est = dawid_skene_estimate(VoteStats.from_label_matrix(L, n_labels=3))
+    >>> logp, inverse = est.posterior().log_proba(L)  # per unique row, and the map back
+    >>> bool((logp.argmax(axis=1)[inverse] == y).mean() > 0.95)
+    True
+    """
+    if not isinstance(stats, VoteStats):
+        raise TypeError(
+            f"stats must be a VoteStats (VoteStats.from_label_matrix(L, n_labels=k)); "
+            f"got {type(stats).__name__}."
+        )
+    pseudo_count = check_scalar(pseudo_count, "pseudo_count", low=0.0)
+    max_iter = check_scalar(max_iter, "max_iter", kind="int", low=1)
+    tol = check_scalar(tol, "tol", low=0.0, low_inclusive=False)
+    m, k = stats.n_lfs, int(stats.n_labels)
+    if m < 3:
+        raise ValueError(
+            f"Dawid-Skene needs at least 3 LFs to identify each LF's table from their "
+            f"agreements; got {m}."
+        )
+    stats.check_has_votes("L")
+    P, c = np.asarray(stats.patterns), np.asarray(stats.counts, dtype=np.float64)
+    n = float(c.sum())
+    X = _one_hot_votes(P, k)
+    XT = X.T.tocsr()
+    R = _majority_start(P, k)
+    ll, converged, n_iter = -np.inf, False, 0
+    while n_iter < max_iter and not converged:
+        n_iter += 1
+        cR = c[:, None] * R
+        counts = (XT @ cR).reshape(m, k + 1, k) + pseudo_count
+        log_table = np.log(counts / counts.sum(axis=1, keepdims=True))
+        class_mass = cR.sum(axis=0) + pseudo_count
+        log_prior = np.log(class_mass / class_mass.sum())
+        R, per_pattern = normalize_log_rows(
+            X @ log_table.reshape(m * (k + 1), k) + log_prior
+        )
+        new = float(c @ per_pattern)
+        converged = new - ll < tol * n
+        ll = new
+    return DawidSkeneEstimate(np.exp(log_prior), log_table, ll, n_iter, converged)
