@@ -9,8 +9,9 @@ a new hold-out to be believed.
 
 - ``classes``: ``Discrete(k)`` accuracy of ``StructuredLabelModel`` (also given the
   truth of 100 training rows, ``fit(L, L_dev=, Y_dev=)``) against Snorkel's
-  ``LabelModel`` (500 epochs, 1 torch thread), majority vote and the best single LF
-  (abstains count as wrong);
+  ``LabelModel`` (500 epochs, 1 torch thread), the Dawid-Skene estimator
+  (``estimators.dawid_skene_estimate``, full confusion tables; not the default),
+  majority vote and the best single LF (abstains count as wrong);
 - ``rankings``: ``Permutations(n)`` normalized Kendall distance of
   ``StructuredLabelModel.predict(decision="distance")`` (also with 100 dev rows)
   against majority, Kemeny,
@@ -71,6 +72,14 @@ def _snorkel_predict(L_train: np.ndarray, L_test: np.ndarray, k: int, seed: int)
     lm = LabelModel(cardinality=k, verbose=False)
     lm.fit(L_train, n_epochs=500, seed=seed, progress_bar=False)
     return lm.predict(L_test, tie_break_policy="random")
+
+
+def _dawid_skene_predict(L_train: np.ndarray, L_test: np.ndarray, k: int):
+    from snorkel_structured.estimators import VoteStats, dawid_skene_estimate
+
+    est = dawid_skene_estimate(VoteStats.from_label_matrix(L_train, k))
+    logp, inverse = est.posterior().log_proba(L_test)
+    return logp.argmax(axis=1)[inverse]
 
 
 def _median_row(name: str, runs: list[dict]) -> dict:
@@ -155,6 +164,7 @@ def _class_scores(L_tr, L_te, y_te, k, seed, y_tr) -> dict:
         "label model": acc(pred),
         "label model + 100 dev rows": acc(lm_dev.predict(L_te)),
         "Snorkel LabelModel": acc(_snorkel_predict(L_tr, L_te, k, seed)),
+        "Dawid-Skene estimator": acc(_dawid_skene_predict(L_tr, L_te, k)),
         "majority vote": acc(ag.majority_vote(L_te, k)),
         "best single LF": max(acc(L_te[:, j]) for j in range(L_te.shape[1])),
         "classes predicted": float(np.unique(pred[pred >= 0]).size),
