@@ -10,10 +10,10 @@ class on every row says nothing. It has k (k - 1) + k more numbers per LF and no
 test of shared sources, so it stays a separate estimator beside the default (see
 ``benchmarks/bench_holdout_tasks.py --parts classes`` for both on hold-out tasks).
 
-EM runs over the unique vote patterns of :class:`VoteStats`: the E-step is one
-sparse product of the patterns' one-hot votes with the log tables, the M-step the
-transposed product with the posteriors (closed form), so a step costs
-O(n_patterns n_lfs k).
+EM runs over the unique vote patterns of :class:`VoteStats`, read as the codes of a
+few blocks of LFs (:mod:`._vote_blocks`): the E-step gathers one table per block,
+the M-step (closed form) sums the posteriors per block code, so a step reads each
+pattern once per block, not once per LF.
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import sparse
 
 from snorkel_structured._numeric import normalize_log_rows
-from snorkel_structured._validation import ABSTAIN, check_scalar
+from snorkel_structured._validation import check_scalar
 from snorkel_structured.estimators._stats import VoteStats
 from snorkel_structured.estimators._support_posterior import SupportPosterior
+from snorkel_structured.estimators._vote_blocks import VoteBlocks
 
 __all__ = ["DawidSkeneEstimate", "dawid_skene_estimate"]
 
@@ -70,22 +70,11 @@ class DawidSkeneEstimate:
         return SupportPosterior(self.log_table, log_prior, np.arange(k), k)
 
 
-def _one_hot_votes(patterns: np.ndarray, k: int) -> sparse.csr_matrix:
-    """(n_patterns, n_lfs (k + 1)): a 1 at column a (k + 1) + v + 1 for LF a's vote v."""
-    u, m = patterns.shape
-    cols = (patterns + 1) + (k + 1) * np.arange(m)[None, :]
-    return sparse.csr_matrix(
-        (np.ones(u * m), cols.ravel(), np.arange(0, u * m + 1, m)),
-        shape=(u, m * (k + 1)),
-    )
-
-
-def _majority_start(patterns: np.ndarray, k: int) -> np.ndarray:
+def _majority_start(blocks: VoteBlocks, m: int, k: int) -> np.ndarray:
     """Each pattern's share of votes per class (uniform where no LF votes)."""
-    u, _ = patterns.shape
-    R = np.zeros((u, k))
-    rows, lfs = np.nonzero(patterns != ABSTAIN)
-    np.add.at(R, (rows, patterns[rows, lfs]), 1.0)
+    to_class = np.zeros((m, k + 1, k))
+    to_class[:, 1:, :] = np.eye(k)  # vote v (row v + 1) counts for class v
+    R = blocks.log_lik(to_class)  # a sum of table entries: the votes per class
     R[R.sum(axis=1) == 0] = 1.0
     return R / R.sum(axis=1, keepdims=True)
 
@@ -154,20 +143,16 @@ def dawid_skene_estimate(
     stats.check_has_votes("L")
     P, c = np.asarray(stats.patterns), np.asarray(stats.counts, dtype=np.float64)
     n = float(c.sum())
-    X = _one_hot_votes(P, k)
-    XT = X.T.tocsr()
-    R = _majority_start(P, k)
+    blocks = VoteBlocks(P, k)
+    R = _majority_start(blocks, m, k)
     ll, converged, n_iter = -np.inf, False, 0
     while n_iter < max_iter and not converged:
         n_iter += 1
-        cR = c[:, None] * R
-        counts = (XT @ cR).reshape(m, k + 1, k) + pseudo_count
+        counts = blocks.mass(c[:, None] * R) + pseudo_count
         log_table = np.log(counts / counts.sum(axis=1, keepdims=True))
-        class_mass = cR.sum(axis=0) + pseudo_count
+        class_mass = c @ R + pseudo_count
         log_prior = np.log(class_mass / class_mass.sum())
-        R, per_pattern = normalize_log_rows(
-            X @ log_table.reshape(m * (k + 1), k) + log_prior
-        )
+        R, per_pattern = normalize_log_rows(blocks.log_lik(log_table) + log_prior)
         new = float(c @ per_pattern)
         converged = new - ll < tol * n
         ll = new
