@@ -137,8 +137,11 @@ def _support_log_cond(
     """log P(lambda_a = v | y) for y in the support only: (m, k, r), from S's k rows.
 
     ``family`` (power p, outlier rates eps (m,), outlier distributions h (m, r)):
-    (1 - eps_a) exp(-theta_a d^p) / Z + eps_a h_a, as StructuredLabelModel fits it.
+    (1 - eps_a) exp(-theta_a d^p) / Z + eps_a h_a, as StructuredLabelModel fits it;
+    or its full tables (``log_cond``), whose support rows are returned as they are.
     """
+    if family is not None and family.log_cond is not None:
+        return family.log_cond[:, sup, :]
     rows = (
         source.squared_distance_rows(sup)
         if isinstance(source, FiniteMetricSpace)
@@ -163,13 +166,32 @@ class _Family:
     power: float
     outlier_rate: np.ndarray | None
     outlier_dist: np.ndarray | None
+    log_cond: np.ndarray | None = None
 
 
 def _check_family(
-    m: int, r: int, power: Any, outlier_rate: Any, outlier_dist: Any
+    m: int,
+    r: int,
+    power: Any,
+    outlier_rate: Any,
+    outlier_dist: Any,
+    log_cond: Any = None,
 ) -> _Family | None:
     if power not in (1, 2):
         raise ValueError(f"power must be 1 or 2; got {power!r}.")
+    if log_cond is not None:
+        table = np.asarray(log_cond, dtype=np.float64)
+        with np.errstate(under="ignore"):
+            sums = np.exp(table).sum(axis=2) if table.shape == (m, r, r) else None
+        if sums is None or np.isnan(table).any() or not np.allclose(sums, 1.0):
+            raise ValueError(
+                f"log_cond must be an ({m}, {r}, {r}) array of log-probabilities "
+                "[a, y, v] (each row summing to 1 in probability); got shape "
+                f"{table.shape}."
+            )
+        if outlier_rate is not None:
+            raise ValueError("give log_cond or outlier_rate, not both.")
+        return _Family(float(power), None, None, table)
     if outlier_rate is None:
         return None if power == 2 else _Family(float(power), None, None)
     eps = np.asarray(outlier_rate, dtype=np.float64)
@@ -425,6 +447,7 @@ def noise_matrix(
     outlier_dist: Any = None,
     progress_bar: bool = False,
     posterior: Any = None,
+    log_cond: Any = None,
 ) -> NoiseMatrix:
     """Q_ij = P(pseudolabel = y_j | Y = y_i) over the support, under a noise model.
 
@@ -490,6 +513,11 @@ def noise_matrix(
         dependencies weigh votes, abstains may depend on Y), so that its
         pseudolabels are those of its ``predict``; the votes are still drawn from
         ``theta`` and ``abstain``.
+    log_cond : array-like of shape (n_lfs, r, r), optional
+        The LFs' full tables log P(lambda_a = v | Y = y, lambda_a votes) [a, y, v]
+        (a model whose errors do not follow the distances, e.g. Dawid and Skene's
+        on ``Discrete``; ``StructuredLabelModel.log_conditional_probs()``): the
+        votes are drawn from them instead of from ``theta``.
 
     Returns
     -------
@@ -529,7 +557,7 @@ def noise_matrix(
     """
     S, r = _distances_source(space)
     th, p, rates = _check_model(r, theta, prior, abstain)
-    family = _check_family(th.shape[0], r, power, outlier_rate, outlier_dist)
+    family = _check_family(th.shape[0], r, power, outlier_rate, outlier_dist, log_cond)
     if rule not in RULES:
         raise ValueError(f"rule must be one of {RULES}; got {rule!r}.")
     if method not in METHODS:
@@ -642,6 +670,7 @@ def loss_weights(
     outlier_rate: Any = None,
     outlier_dist: Any = None,
     posterior: Any = None,
+    log_cond: Any = None,
     **noise_options: Any,
 ) -> pd.DataFrame:
     """Pseudolabels and noise-aware loss weights, one row per data point.
@@ -672,8 +701,8 @@ def loss_weights(
         Row index of the result (overrides a DataFrame's index).
     seed : None, int or numpy.random.Generator
         Seeds the pseudolabel draws (and Monte Carlo Q).
-    power, outlier_rate, outlier_dist
-        The noise family, as in :func:`noise_matrix`.
+    power, outlier_rate, outlier_dist, log_cond
+        The noise family, or the LFs' full tables, as in :func:`noise_matrix`.
     posterior : callable, optional
         The posterior of the pseudolabels and of Q, as in :func:`noise_matrix`
         (``StructuredLabelModel.loss_weights`` passes the model's own).
@@ -740,7 +769,7 @@ def loss_weights(
     # Validated before any clipping, with noise_matrix's rule and message: clipping a
     # rate of 1.5 to just below 1 would give weights of order 1e9, not an error.
     given_rates = None if abstain is None else _check_abstain(th.shape[0], abstain)
-    family = _check_family(th.shape[0], r, power, outlier_rate, outlier_dist)
+    family = _check_family(th.shape[0], r, power, outlier_rate, outlier_dist, log_cond)
     rng = check_seed(seed)
     q_rng, z_rng = rng.spawn(2)
     if noise is None:
@@ -774,6 +803,7 @@ def loss_weights(
             outlier_rate=outlier_rate,
             outlier_dist=outlier_dist,
             posterior=posterior,
+            log_cond=log_cond,
             **noise_options,
         )
     sup = noise.support

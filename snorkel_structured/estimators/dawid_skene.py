@@ -23,12 +23,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from snorkel_structured._numeric import normalize_log_rows
-from snorkel_structured._validation import check_scalar
+from snorkel_structured._validation import ABSTAIN, check_scalar
 from snorkel_structured.estimators._stats import VoteStats
 from snorkel_structured.estimators._support_posterior import SupportPosterior
 from snorkel_structured.estimators._vote_blocks import VoteBlocks
 
-__all__ = ["DawidSkeneEstimate", "dawid_skene_estimate"]
+__all__ = ["DawidSkeneEstimate", "conditional_log_table", "dawid_skene_estimate"]
 
 # Dirichlet pseudo-count of every cell of the LFs' tables and of every class of the
 # prior (add-one-half, as Jeffreys' and as the default prior of the label models),
@@ -70,6 +70,14 @@ class DawidSkeneEstimate:
         return SupportPosterior(self.log_table, log_prior, np.arange(k), k)
 
 
+def conditional_log_table(log_table: np.ndarray) -> np.ndarray:
+    """log P(lambda_a = v | Y = y, lambda_a votes) from a table with its abstain row:
+    (n_lfs, k + 1, k) [a, v + 1, y] -> (n_lfs, k, k) [a, y, v]."""
+    with np.errstate(divide="ignore"):
+        voted = np.log1p(-np.exp(log_table[:, 0, :]))  # log P(votes | y), (m, k)
+    return (log_table[:, 1:, :] - voted[:, None, :]).transpose(0, 2, 1)
+
+
 def _majority_start(blocks: VoteBlocks, m: int, k: int) -> np.ndarray:
     """Each pattern's share of votes per class (uniform where no LF votes)."""
     to_class = np.zeros((m, k + 1, k))
@@ -82,6 +90,7 @@ def _majority_start(blocks: VoteBlocks, m: int, k: int) -> np.ndarray:
 def dawid_skene_estimate(
     stats: VoteStats,
     *,
+    prior: np.ndarray | None = None,
     pseudo_count: float = PSEUDO_COUNT,
     max_iter: int = 500,
     tol: float = 1e-8,
@@ -96,6 +105,9 @@ def dawid_skene_estimate(
     ----------
     stats : VoteStats
         Vote-pattern counts of a label matrix over ``k = stats.n_labels`` classes.
+    prior : ndarray of shape (k,), optional
+        A known P(Y), held fixed (Snorkel's ``class_balance``; a class at 0 is never
+        the answer); default estimated.
     pseudo_count : float, default=0.5
         Added to every count of the M-step (tables and prior); 0 gives the plain
         maximum-likelihood steps, under which a vote an LF never gave for a class
@@ -103,6 +115,9 @@ def dawid_skene_estimate(
     max_iter : int, default=500
     tol : float, default=1e-8
         EM stops when a step gains less than ``tol`` nats per row.
+
+    An LF that never voted gets the same table under every class, so that its
+    votes, should it vote later, change no posterior.
 
     Returns
     -------
@@ -112,7 +127,7 @@ def dawid_skene_estimate(
     ------
     ValueError
         Fewer than 3 LFs (two LFs do not identify their tables), no vote at all, or
-        a bad ``pseudo_count``, ``max_iter`` or ``tol``.
+        a bad ``prior``, ``pseudo_count``, ``max_iter`` or ``tol``.
 
     Examples
     --------
@@ -140,18 +155,44 @@ def dawid_skene_estimate(
             f"Dawid-Skene needs at least 3 LFs to identify each LF's table from their "
             f"agreements; got {m}."
         )
-    stats.check_has_votes("L")
     P, c = np.asarray(stats.patterns), np.asarray(stats.counts, dtype=np.float64)
+    voted = c @ (P != ABSTAIN)  # rows each LF voted on
+    if not voted.any():
+        raise ValueError(
+            "the votes are empty: every LF abstained (-1) on every row, so there is "
+            "nothing to estimate from."
+        )
+    if prior is not None:
+        prior = np.asarray(prior, dtype=np.float64)
+        if (
+            prior.shape != (k,)
+            or not np.isfinite(prior).all()
+            or (prior < 0).any()
+            or prior.sum() <= 0
+        ):
+            raise ValueError(
+                f"prior must be {k} non-negative finite numbers (one per class) with "
+                f"a positive sum; got {prior!r}."
+            )
+        with np.errstate(divide="ignore"):  # a class of prior 0 is never the answer
+            fixed_log_prior = np.log(prior / prior.sum())
     n = float(c.sum())
+    silent = voted == 0
     blocks = VoteBlocks(P, k)
     R = _majority_start(blocks, m, k)
     ll, converged, n_iter = -np.inf, False, 0
     while n_iter < max_iter and not converged:
         n_iter += 1
         counts = blocks.mass(c[:, None] * R) + pseudo_count
+        # An LF that never voted: the same table under every class (its pseudo-
+        # counts alone would make its abstain say which classes are rarer).
+        counts[silent] = counts[silent].mean(axis=2, keepdims=True)
         log_table = np.log(counts / counts.sum(axis=1, keepdims=True))
-        class_mass = c @ R + pseudo_count
-        log_prior = np.log(class_mass / class_mass.sum())
+        if prior is None:
+            class_mass = c @ R + pseudo_count
+            log_prior = np.log(class_mass / class_mass.sum())
+        else:
+            log_prior = fixed_log_prior
         R, per_pattern = normalize_log_rows(blocks.log_lik(log_table) + log_prior)
         new = float(c @ per_pattern)
         converged = new - ll < tol * n

@@ -69,10 +69,12 @@ class NoiseAwareMethods:
     def _family(self) -> dict[str, Any]:
         """The fitted noise family, as noise_matrix/loss_weights take it."""
         outliers = bool(self.noise_model_.get("outliers", False))
+        confusion = self.noise_model_.get("theta") == "confusion"
         return {
             "power": self.noise_power_,
             "outlier_rate": self.outlier_rate_ if outliers else None,
             "outlier_dist": self.outlier_dist_ if outliers else None,
+            "log_cond": self.log_conditional_probs() if confusion else None,
         }
 
     def loss_weights(

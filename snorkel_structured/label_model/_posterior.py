@@ -25,6 +25,7 @@ from snorkel_structured._validation import (
 )
 from snorkel_structured.estimators._noise_kernel import support_log_table
 from snorkel_structured.estimators._support_posterior import SupportPosterior
+from snorkel_structured.estimators.dawid_skene import conditional_log_table
 from snorkel_structured.exceptions import IdentifiabilityWarning
 from snorkel_structured.spaces.finite import DENSE_MAX_LABELS, Discrete
 
@@ -111,6 +112,8 @@ class PosteriorMethods:
                 f"log_conditional_probs() would build an ({self.n_lfs_}, {r}, {r}) array "
                 f"on a space of {r} labels; the model only needs the support's rows."
             )
+        if self.noise_model_.get("theta") == "confusion":  # the fitted tables
+            return conditional_log_table(self._posterior.table)
         family = self._family()
         log_h = None
         if family["outlier_rate"] is not None:

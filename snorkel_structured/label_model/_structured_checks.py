@@ -151,6 +151,19 @@ class StructuredChecks:
                 raise ValueError(
                     f"{name}=True needs estimator='mle'; got estimator={self.estimator!r}."
                 )
+        confusion = getattr(self, "confusion", "auto")
+        if not isinstance(confusion, (bool, np.bool_)) and confusion != "auto":
+            raise TypeError(
+                f"confusion must be True, False or 'auto'; got {confusion!r}."
+            )
+        asked = not isinstance(confusion, str) and bool(confusion)
+        if asked and not self._confusion_applies():
+            raise ValueError(
+                "confusion=True needs a Discrete space, estimator='mle', "
+                "n_components=None and label_dependent, abstain_dependent, "
+                "noise_power, outliers, shrinkage and prior_support left at 'auto' "
+                "(the tables replace them)."
+            )
         if not (isinstance(self.noise_power, str) and self.noise_power == "auto") and (
             self.noise_power not in (1, 2)
         ):

@@ -17,15 +17,22 @@ from snorkel_structured._persistence import (
     PersistenceMixin,
 )
 from snorkel_structured._validation import (
+    ABSTAIN,
     check_label_matrix,
     check_scalar,
     check_seed,
 )
+from snorkel_structured.estimators._em_choices import _REFIT_NATS
 from snorkel_structured.estimators._em_core import _Problem
 from snorkel_structured.estimators._noise_family import SHRINK_GRID
 from snorkel_structured.estimators._noise_kernel import _SqDists
 from snorkel_structured.estimators._stats import VoteStats, _count_patterns
 from snorkel_structured.estimators._support_posterior import SupportPosterior
+from snorkel_structured.estimators.dawid_skene import (
+    DawidSkeneEstimate,
+    conditional_log_table,
+    dawid_skene_estimate,
+)
 from snorkel_structured.estimators.em import (
     mle_estimate,
 )
@@ -79,6 +86,11 @@ PRIOR_PSEUDO_COUNT = 0.5
 # dependencies="auto" tests a random thinning of the rows down to this many (as
 # many as the EM choices read, em.CHOICE_ROWS).
 DETECT_MAX_ROWS = 10_000
+# The default fits Dawid and Skene's tables on classes only when each voting LF shares
+# at least this many rows with each of two other LFs (as the triplet estimator's
+# min_overlap); otherwise the distance family's choices, which fall back to the
+# unweighted vote when the votes cannot tell the LFs apart.
+CONFUSION_MIN_SHARED = 10
 # Snorkel's BaseLabeler, without the torch import of Snorkel's model package.
 BaseLabeler = snorkel_base_labeler()
 
@@ -99,6 +111,31 @@ def _strong(observed: Any, expected: Any) -> Any:
             expected < 1, (observed - expected) / (1.0 - expected), np.nan
         )
     return ~(ratio < DEPENDENCE_MIN_RATIO) | (excess >= DEPENDENCE_MIN_EXCESS)
+
+
+def _tables_identified(stats: VoteStats) -> bool:
+    """Whether every LF that votes shares at least ``CONFUSION_MIN_SHARED`` rows with
+    each of two other LFs: an LF's table is read off its agreements with the others
+    (three views of Y), and an LF that meets at most one other would get a table that
+    only repeats its own votes (each LF "always right" where no two LFs meet)."""
+    voted = np.asarray(stats.patterns) != ABSTAIN
+    shared = (voted * np.asarray(stats.counts)[:, None]).T @ voted  # (m, m) rows
+    np.fill_diagonal(shared, 0.0)
+    partners = (shared >= CONFUSION_MIN_SHARED).sum(axis=1)
+    return bool(np.all((partners >= 2) | ~voted.any(axis=0)))
+
+
+def _confusion_summary(
+    est: DawidSkeneEstimate, prior: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """theta_ and expected_sq_dist_ of Dawid and Skene's fit on classes: per LF and
+    class, the theta of the distance family that is right as often among the LF's
+    votes (p = 1 / (1 + (k - 1) e^-theta)), and E[d^2] = P(wrong vote)."""
+    k = prior.size
+    right = np.exp(np.diagonal(conditional_log_table(est.log_table), axis1=1, axis2=2))
+    right = np.clip(right, 1e-12, 1.0 - 1e-12)  # (m, k)
+    theta = np.log(right * max(k - 1, 1) / (1.0 - right))
+    return theta, (1.0 - right) @ prior
 
 
 def _chunk_stats(
@@ -185,6 +222,18 @@ class StructuredLabelModel(
         agree) among one theta shared by all LFs (the unweighted vote), one per LF,
         and, for ``Discrete`` spaces only, one per LF and class. Only
         ``estimator="mle"`` has it ("auto" means one per LF for the others).
+    confusion : bool or "auto", default="auto"
+        ``Discrete`` spaces: fit Dawid and Skene's model, one full table P(lambda_a =
+        v | Y = y) per LF (abstain included), instead of the distance family, which
+        spreads an LF's errors evenly over the wrong classes (see
+        :func:`~snorkel_structured.estimators.dawid_skene_estimate`). "auto" fits
+        it when the other noise options and ``prior_support`` are "auto",
+        ``n_components`` is None, no LFs are found or declared dependent (LFs that
+        share a source keep the distance family's fallback) and no rows are labeled
+        (``L_dev``). True asks for it (``Discrete`` and "mle" only; refused with
+        labeled rows or dependencies); False keeps the distance family.
+        ``noise_model_["theta"]`` is then ``"confusion"``, ``theta_`` the distance
+        family's theta that is right as often, per LF and class.
     abstain_dependent : bool or "auto", default="auto"
         Let P(LF abstains | Y) depend on the true label, as in Snorkel's label model
         (whose synthetic LFs abstain more on some classes). "auto" keeps it when BIC
@@ -251,7 +300,8 @@ class StructuredLabelModel(
         ``abstain_dependent_``.
     noise_model_ : dict
         The noise model the data chose ("mle"): ``{"prior": "free" | "uniform" |
-        "fixed", "theta": "shared" | "lf" | "label", "abstain": bool}``, with the
+        "fixed", "theta": "shared" | "lf" | "label" | "confusion", "abstain":
+        bool}`` ("confusion": Dawid and Skene's tables, see ``confusion``), with the
         family (``"power"``, ``"outliers"``, ``"shrinkage"``) and, where made, the
         other choices' evidence (``"safety_net_z"``; on ``Permutations`` with found
         dependencies, ``"temperature"``, the factor on theta, and
@@ -353,6 +403,7 @@ class StructuredLabelModel(
         estimator: str = "mle",
         n_components: int | None = None,
         label_dependent: bool | str = "auto",
+        confusion: bool | str = "auto",
         abstain_dependent: bool | str = "auto",
         noise_power: Any = "auto",
         outliers: bool | str = "auto",
@@ -370,6 +421,7 @@ class StructuredLabelModel(
         self.estimator = estimator
         self.n_components = n_components
         self.label_dependent = label_dependent
+        self.confusion = confusion
         self.abstain_dependent = abstain_dependent
         self.noise_power = noise_power
         self.outliers = outliers
@@ -736,8 +788,30 @@ class StructuredLabelModel(
         elif self._dependencies:
             pattern_groups = groups
         dev_scores = None
+        confusion = None
         with _warnings.captured() as caught:
-            if self.estimator == "mle":
+            if self._fits_confusion(stats):
+                confusion = dawid_skene_estimate(
+                    stats,
+                    prior=fixed,
+                    max_iter=max_iter,
+                    # as the refit of a sampled choice: 0.2 of a standard error
+                    tol=max(tol, _REFIT_NATS / stats.n_samples),
+                )
+                prior, ll = confusion.prior, confusion.log_likelihood
+                support = np.arange(r)
+                abstain = np.exp(confusion.log_table[:, 0, :])
+                theta, expected = _confusion_summary(confusion, prior)
+                noise_model = {
+                    "prior": "free" if fixed is None else "fixed",
+                    "theta": "confusion",
+                    "abstain": True,
+                    "power": 2.0,
+                    "outliers": False,
+                    "shrinkage": 0.0,
+                }
+                power, eps, log_h = 2.0, None, None
+            elif self.estimator == "mle":
                 est = mle_estimate(
                     stats,
                     self.space if large else S,
@@ -884,14 +958,18 @@ class StructuredLabelModel(
         self.dev_choice_ = noise_model.get("dev_choice")
         self.dev_scores_ = dev_scores
         T = self.support_
-        table = posterior_table(
-            self.space if large else S,
-            self.theta_,
-            T,
-            power=self.noise_power_,
-            eps=eps,
-            log_h=log_h,
-            alpha=self.abstain_[:, T] if self.abstain_dependent_ else None,
+        table = (
+            confusion.log_table
+            if confusion is not None
+            else posterior_table(
+                self.space if large else S,
+                self.theta_,
+                T,
+                power=self.noise_power_,
+                eps=eps,
+                log_h=log_h,
+                alpha=self.abstain_[:, T] if self.abstain_dependent_ else None,
+            )
         )
         self.lf_groups_ = lf_groups
         self._posterior = SupportPosterior(
@@ -899,6 +977,53 @@ class StructuredLabelModel(
         )
         self._closing_checks(stats)
         return self
+
+    def _fits_confusion(self, stats: VoteStats) -> bool:
+        """Whether the fit is Dawid and Skene's (one full table per LF): on plain
+        classes with every noise option at "auto", LFs not found or declared
+        dependent, no labeled rows, and votes that identify the tables
+        (:func:`_tables_identified`).
+
+        On classes the tables generalize every variant of the distance family (whose
+        errors are spread evenly over the wrong classes); the hold-out and Snorkel
+        generator figures are in the README. LFs that share a source, or labeled
+        rows, keep the distance family's fallbacks and choices.
+        """
+        confusion = getattr(self, "confusion", "auto")  # pickles before the option
+        if isinstance(confusion, str):  # "auto"
+            return (
+                self._confusion_applies()
+                and not self._dependencies
+                and self._labeled is None
+                and _tables_identified(stats)
+            )
+        if not confusion:
+            return False
+        if self._labeled is not None or self._dependencies:
+            raise ValueError(
+                "confusion=True fits each LF's table as if the LFs were independent "
+                "and unlabeled; with labeled rows (L_dev) or dependencies "
+                f"({self._dependencies}) use confusion='auto' (the distance family "
+                "then weighs them) or pass dependencies=[]."
+            )
+        return True
+
+    def _confusion_applies(self) -> bool:
+        """Plain classes, "mle", and every option the tables replace left at "auto"."""
+        options = (
+            self.label_dependent,
+            self.abstain_dependent,
+            self.noise_power,
+            self.outliers,
+            self.shrinkage,
+            self.prior_support,
+        )
+        return (
+            isinstance(self.space, Discrete)
+            and self.estimator == "mle"
+            and self.n_components is None
+            and all(isinstance(o, str) and o == "auto" for o in options)
+        )
 
     def _powers(self) -> tuple[float, ...]:
         """Candidate powers p of the noise family exp(-theta d^p)."""

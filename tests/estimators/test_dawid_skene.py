@@ -7,35 +7,14 @@ import numpy as np
 import pytest
 
 from snorkel_structured.estimators import VoteStats, dawid_skene_estimate
-
-
-def _draw(n, prior, tables, rng):
-    """Votes drawn from Dawid and Skene's model: tables[a, y] = P(vote v | Y = y)
-    over (abstain, 0, ..., k - 1)."""
-    k = len(prior)
-    y = rng.choice(k, size=n, p=prior)
-    L = np.empty((n, len(tables)), dtype=np.int64)
-    for a, table in enumerate(tables):
-        cum = np.cumsum(table[y], axis=1)
-        L[:, a] = (rng.random(n)[:, None] > cum).sum(axis=1) - 1
-    return L, y
-
-
-def _random_tables(m, k, rng):
-    """Diagonal-heavy confusion with structured (uneven) errors and abstains."""
-    tables = rng.dirichlet(np.ones(k + 1), size=(m, k))
-    for a in range(m):
-        for y in range(k):
-            tables[a, y] *= 0.4
-            tables[a, y, y + 1] += 0.6  # the right vote
-    return tables
+from tests._confusion_votes import draw_votes, right_mostly_tables
 
 
 def test_recovers_the_tables_and_prior_that_drew_the_votes():
     rng = np.random.default_rng(0)
     prior = np.array([0.2, 0.3, 0.5])
-    tables = _random_tables(5, 3, rng)
-    L, _ = _draw(60_000, prior, tables, rng)
+    tables = right_mostly_tables(5, 3, rng)
+    L, _ = draw_votes(60_000, prior, tables, rng)
     est = dawid_skene_estimate(VoteStats.from_label_matrix(L, n_labels=3))
     assert est.converged
     np.testing.assert_allclose(est.prior, prior, atol=0.01)
@@ -45,7 +24,9 @@ def test_recovers_the_tables_and_prior_that_drew_the_votes():
 
 def test_posterior_is_the_product_of_the_tables_brute_force():
     rng = np.random.default_rng(1)
-    L, _ = _draw(3_000, np.array([0.5, 0.3, 0.2]), _random_tables(4, 3, rng), rng)
+    L, _ = draw_votes(
+        3_000, np.array([0.5, 0.3, 0.2]), right_mostly_tables(4, 3, rng), rng
+    )
     est = dawid_skene_estimate(VoteStats.from_label_matrix(L, n_labels=3))
     logp, inverse = est.posterior().log_proba(L)
     got = np.exp(logp[inverse])
@@ -63,7 +44,7 @@ def test_posterior_is_the_product_of_the_tables_brute_force():
 
 def test_every_table_column_is_a_distribution_and_the_fit_is_an_em_fixed_point():
     rng = np.random.default_rng(2)
-    L, _ = _draw(5_000, np.array([0.6, 0.4]), _random_tables(4, 2, rng), rng)
+    L, _ = draw_votes(5_000, np.array([0.6, 0.4]), right_mostly_tables(4, 2, rng), rng)
     stats = VoteStats.from_label_matrix(L, n_labels=2)
     est = dawid_skene_estimate(stats, tol=1e-12, max_iter=5_000)
     np.testing.assert_allclose(np.exp(est.log_table).sum(axis=1), 1.0, atol=1e-12)
@@ -83,7 +64,7 @@ def test_every_table_column_is_a_distribution_and_the_fit_is_an_em_fixed_point()
 
 def test_log_likelihood_is_that_of_the_rows_under_the_fitted_model():
     rng = np.random.default_rng(3)
-    L, _ = _draw(2_000, np.array([0.3, 0.7]), _random_tables(3, 2, rng), rng)
+    L, _ = draw_votes(2_000, np.array([0.3, 0.7]), right_mostly_tables(3, 2, rng), rng)
     est = dawid_skene_estimate(VoteStats.from_label_matrix(L, n_labels=2))
     P = np.exp(est.log_table)
     per_row = sum(
@@ -97,8 +78,8 @@ def test_an_lf_that_votes_one_class_on_every_row_says_nothing():
     # The distance family cannot express "always 1"; the tables can: its column is
     # the same under every class, so the posterior ignores it.
     rng = np.random.default_rng(4)
-    tables = _random_tables(4, 3, rng)
-    L, _ = _draw(4_000, np.array([0.3, 0.3, 0.4]), tables, rng)
+    tables = right_mostly_tables(4, 3, rng)
+    L, _ = draw_votes(4_000, np.array([0.3, 0.3, 0.4]), tables, rng)
     with_constant = np.column_stack([L, np.ones(len(L), dtype=np.int64)])
     a = dawid_skene_estimate(VoteStats.from_label_matrix(L, n_labels=3))
     b = dawid_skene_estimate(VoteStats.from_label_matrix(with_constant, n_labels=3))

@@ -237,7 +237,9 @@ def test_choices_on_a_sample_weigh_as_all_rows():
         np.random.set_state(state)  # noqa: NPY002
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        lm = ss.StructuredLabelModel(ss.Discrete(6), seed=0).fit(L, progress_bar=False)
+        lm = ss.StructuredLabelModel(ss.Discrete(6), confusion=False, seed=0).fit(
+            L, progress_bar=False
+        )
     assert lm.stats_.n_patterns > 5_000  # the choices were made on a sample
     assert lm.noise_model_["abstain"] and lm.noise_model_["theta"] == "label"
     assert np.mean(lm.predict(L) == Y) > 0.99
@@ -419,10 +421,13 @@ def test_silenced_labels_match_the_posterior_mode_by_hand(prior):
     assert got.tolist() == ([1] if prior[1] < 1e-6 else [])
 
 
-def test_free_prior_cannot_silence_a_voted_class_on_iris():
+@pytest.mark.parametrize("confusion", [False, "auto"])
+def test_free_prior_cannot_silence_a_voted_class_on_iris(confusion):
     """Iris, threshold LFs: only the sepal-width LF votes versicolor. A free prior
     explained those votes as noise (prior 0, never predicted, accuracy 0.60-0.62
-    against 0.74-0.76 for majority vote); the uniform prior takes over."""
+    against 0.74-0.76 for majority vote); in the distance family the uniform prior
+    takes over. Dawid and Skene's tables (the default on classes) keep a free prior
+    and must still predict every class."""
     from sklearn.datasets import load_iris
 
     from snorkel_structured.aggregators import majority_vote
@@ -446,12 +451,15 @@ def test_free_prior_cannot_silence_a_voted_class_on_iris():
         tr, te = idx[:100], idx[100:]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            lm = ss.StructuredLabelModel(ss.Discrete(3), seed=0).fit(
-                L[tr], progress_bar=False
-            )
+            lm = ss.StructuredLabelModel(
+                ss.Discrete(3), confusion=confusion, seed=0
+            ).fit(L[tr], progress_bar=False)
         pred = lm.predict(L[te])
         assert set(pred[pred >= 0].tolist()) == {0, 1, 2}
-        assert lm.noise_model_["prior"] == "uniform"
+        if confusion is False:
+            assert lm.noise_model_["prior"] == "uniform"
+        else:
+            assert lm.noise_model_["theta"] == "confusion"
         acc = np.mean(pred == y[te])
         assert acc >= np.mean(majority_vote(L[te], 3) == y[te])
 
