@@ -174,3 +174,25 @@ def test_lfs_that_meet_one_other_lf_keep_the_distance_family():
     L[2_000:2_020, 1] = L[2_000:2_020, 3]  # ... and LFs 1 and 3 theirs
     lm = ss.StructuredLabelModel(ss.Discrete(2), seed=0).fit(L, **fit)
     assert lm.noise_model_["theta"] == "confusion"
+
+
+def test_the_guard_counts_shared_rows_as_written_out():
+    # Every voting LF shares >= 10 rows with each of two others: checked row by row,
+    # on both of the guard's paths (up to 16 LFs, and above).
+    from snorkel_structured.label_model.structured import _tables_identified
+
+    rng = np.random.default_rng(7)
+    for _ in range(120):
+        m, n = int(rng.integers(3, 20)), int(rng.integers(5, 300))
+        L = np.where(
+            rng.random((n, m)) < rng.random(m) * 0.5, rng.integers(0, 3, (n, m)), -1
+        )
+        L[0, 0] = 1  # at least one vote
+        V = L >= 0
+        expected = all(
+            sum((V[:, a] & V[:, b]).sum() >= 10 for b in range(m) if b != a) >= 2
+            for a in range(m)
+            if V[:, a].any()
+        )
+        stats = ss.estimators.VoteStats.from_label_matrix(L, n_labels=3)
+        assert _tables_identified(stats) == expected

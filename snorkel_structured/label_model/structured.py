@@ -118,11 +118,20 @@ def _tables_identified(stats: VoteStats) -> bool:
     each of two other LFs: an LF's table is read off its agreements with the others
     (three views of Y), and an LF that meets at most one other would get a table that
     only repeats its own votes (each LF "always right" where no two LFs meet)."""
-    voted = np.asarray(stats.patterns) != ABSTAIN
-    shared = (voted * np.asarray(stats.counts)[:, None]).T @ voted  # (m, m) rows
+    voted = (np.asarray(stats.patterns) != ABSTAIN).astype(np.float64)
+    counts = np.asarray(stats.counts)
+    m = voted.shape[1]
+    if m <= 16:  # rows per set of voting LFs first: at most 2^m sets, few in practice
+        code = (voted @ (2.0 ** np.arange(m))).astype(np.int64)
+        per_set = np.bincount(code, weights=counts, minlength=1 << m)
+        used = np.flatnonzero(per_set)
+        voted, counts = (used[:, None] >> np.arange(m)) & 1, per_set[used]
+        voted = voted.astype(np.float64)
+    shared = (voted * counts[:, None]).T @ voted  # (m, m) rows both LFs voted on
+    votes = np.diag(shared).copy()
     np.fill_diagonal(shared, 0.0)
     partners = (shared >= CONFUSION_MIN_SHARED).sum(axis=1)
-    return bool(np.all((partners >= 2) | ~voted.any(axis=0)))
+    return bool(np.all((partners >= 2) | (votes == 0)))
 
 
 def _confusion_summary(
