@@ -83,8 +83,11 @@ def _majority_start(blocks: VoteBlocks, m: int, k: int) -> np.ndarray:
     to_class = np.zeros((m, k + 1, k))
     to_class[:, 1:, :] = np.eye(k)  # vote v (row v + 1) counts for class v
     R = blocks.log_lik(to_class)  # a sum of table entries: the votes per class
-    R[R.sum(axis=1) == 0] = 1.0
-    return R / R.sum(axis=1, keepdims=True)
+    total = R @ np.ones(k)
+    empty = total == 0
+    R[empty], total[empty] = 1.0, k
+    R /= total[:, None]
+    return R
 
 
 def dawid_skene_estimate(
@@ -114,7 +117,10 @@ def dawid_skene_estimate(
         becomes impossible for it.
     max_iter : int, default=500
     tol : float, default=1e-8
-        EM stops when a step gains less than ``tol`` nats per row.
+        EM stops when what is left to gain is under ``tol`` nats per row: the last
+        step's gain times rho / (1 - rho) while the gains shrink by a factor rho
+        per step (Aitken's estimate of the distance to the limit), else the last
+        gain itself.
 
     An LF that never voted gets the same table under every class, so that its
     votes, should it vote later, change no posterior.
@@ -180,7 +186,7 @@ def dawid_skene_estimate(
     silent = voted == 0
     blocks = VoteBlocks(P, k)
     R = _majority_start(blocks, m, k)
-    ll, converged, n_iter = -np.inf, False, 0
+    ll, gain, converged, n_iter = -np.inf, np.inf, False, 0
     while n_iter < max_iter and not converged:
         n_iter += 1
         counts = blocks.mass(c[:, None] * R) + pseudo_count
@@ -195,6 +201,12 @@ def dawid_skene_estimate(
             log_prior = fixed_log_prior
         R, per_pattern = normalize_log_rows(blocks.log_lik(log_table) + log_prior)
         new = float(c @ per_pattern)
-        converged = new - ll < tol * n
+        # EM's gains shrink geometrically near the optimum, by rho per step: what is
+        # left to gain is about gain rho / (1 - rho) (Aitken's estimate), which is
+        # what tol bounds; the last gain itself when they do not shrink.
+        rho = (new - ll) / gain if 0 < new - ll < gain < np.inf else 1.0
+        gain = new - ll
+        left = gain * rho / (1.0 - rho) if rho < 1.0 else gain
+        converged = left < tol * n
         ll = new
     return DawidSkeneEstimate(np.exp(log_prior), log_table, ll, n_iter, converged)
