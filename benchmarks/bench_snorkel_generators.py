@@ -72,7 +72,7 @@ def run(regime: str, k: int, seed: int, m: int) -> dict:
         "ours_fit_s": t_ours,
         "snorkel_fit_s": t_sn,
         "ours_abstain_dependent": bool(ours.abstain_dependent_),
-        "ours_label_dependent": bool(ours.label_dependent_),
+        "ours_theta": str(ours.noise_model_.get("theta", "")),
     }
 
 
@@ -100,7 +100,7 @@ def main() -> None:
             variant = "/".join(
                 sorted(
                     {
-                        ("label" if r["ours_label_dependent"] else "shared")
+                        r["ours_theta"]
                         + ("+abstain" if r["ours_abstain_dependent"] else "")
                         for r in res
                     }

@@ -51,17 +51,13 @@ def test_the_tables_beat_the_distance_family_when_errors_are_uneven(fitted):
 
 
 @pytest.mark.filterwarnings("ignore::snorkel_structured.exceptions.ConvergenceWarning")
-@pytest.mark.parametrize(
-    "case", ["declared dependencies", "labeled rows", "option set", "not classes"]
-)
+@pytest.mark.parametrize("case", ["declared dependencies", "option set", "not classes"])
 def test_the_distance_family_is_kept_where_the_tables_do_not_apply(case):
     rng = np.random.default_rng(1)
     L, y = draw_votes(3_000, np.array([0.5, 0.5]), right_mostly_tables(4, 2, rng), rng)
     space, kwargs, fit_kwargs = ss.Discrete(2), {}, {}
     if case == "declared dependencies":
         fit_kwargs = {"dependencies": [(0, 1)]}
-    elif case == "labeled rows":
-        fit_kwargs = {"L_dev": L[:100], "Y_dev": y[:100]}
     elif case == "option set":
         kwargs = {"outliers": False}
     else:
@@ -148,10 +144,6 @@ def test_confusion_option_is_checked():
         ss.StructuredLabelModel(ss.Permutations(3), confusion=True).fit(L % 2)
     with pytest.raises(ValueError, match="confusion=True needs a Discrete space"):
         ss.StructuredLabelModel(ss.Discrete(2), confusion=True, outliers=False).fit(L)
-    with pytest.raises(ValueError, match="labeled rows"):
-        ss.StructuredLabelModel(ss.Discrete(2), confusion=True).fit(
-            L, L_dev=L[:50], Y_dev=y[:50], progress_bar=False
-        )
     with pytest.raises(ValueError, match=r"dependencies \(\[\(0, 1\)\]\)"):
         ss.StructuredLabelModel(ss.Discrete(2), confusion=True).fit(
             L, dependencies=[(0, 1)], progress_bar=False
@@ -196,3 +188,22 @@ def test_the_guard_counts_shared_rows_as_written_out():
         )
         stats = ss.estimators.VoteStats.from_label_matrix(L, n_labels=3)
         assert _tables_identified(stats) == expected
+
+
+def test_labeled_rows_join_the_tables_and_can_overrule_the_votes():
+    # Every LF votes the next class, (y + 1) % 3, most of the time: without labels
+    # the votes name the wrong classes; 100 labeled rows give the tables the shift.
+    rng = np.random.default_rng(8)
+    tables = right_mostly_tables(5, 3, rng)
+    tables[:, :, 1:] = np.roll(tables[:, :, 1:], 1, axis=2)  # vote (y + 1) % 3
+    L, y = draw_votes(6_000, np.array([0.4, 0.35, 0.25]), tables, rng)
+    plain = ss.StructuredLabelModel(ss.Discrete(3), seed=0).fit(L, progress_bar=False)
+    assert (plain.predict(L) == y).mean() < 0.1
+    lm = ss.StructuredLabelModel(ss.Discrete(3), seed=0).fit(
+        L[100:], L_dev=L[:100], Y_dev=y[:100], progress_bar=False
+    )
+    assert lm.noise_model_["theta"] == "confusion"
+    assert lm.dev_choice_ == "label model"
+    assert (lm.predict(L[100:]) == y[100:]).mean() > 0.9
+    got = lm.get_conditional_probs().transpose(0, 2, 1)  # [a, y, v + 1]
+    assert np.abs(got - tables).max() < 0.05

@@ -19,6 +19,7 @@ pattern once per block, not once per LF.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -48,7 +49,8 @@ class DawidSkeneEstimate:
         ``log_table[a, v + 1, y]`` = log P(lambda_a = v | Y = y); row 0 is abstain
         (v = -1). Each ``exp(log_table[a, :, y])`` sums to 1.
     log_likelihood : float
-        Log-likelihood of the rows under the fitted model (without the pseudo-counts).
+        Log-likelihood of the rows under the fitted model (without the pseudo-counts;
+        labeled rows with their classes).
     n_iter : int
         EM steps taken.
     converged : bool
@@ -90,10 +92,37 @@ def _majority_start(blocks: VoteBlocks, m: int, k: int) -> np.ndarray:
     return R
 
 
+def _labeled_terms(labeled: Any, m: int, k: int) -> tuple[Any, Any, Any]:
+    """The labeled rows' fixed counts per (LF, vote, class) and per class, and their
+    log-likelihood as a function of the tables and the log prior."""
+    if labeled is None:
+        return 0.0, 0.0, lambda log_table, log_prior: 0.0
+    P, c, y = (np.asarray(x) for x in labeled)
+    c = c.astype(np.float64)
+    if P.ndim != 2 or P.shape[1] != m or not (c.shape == y.shape == (P.shape[0],)):
+        raise ValueError(
+            f"labeled must be (patterns (n, {m}), counts (n,), labels (n,)); got "
+            f"shapes {P.shape}, {c.shape}, {y.shape}."
+        )
+    if ((y < 0) | (y >= k)).any() or ((P < ABSTAIN) | (P >= k)).any():
+        raise ValueError(f"labeled rows hold labels or votes outside [0, {k}).")
+    mass = np.zeros((m, k + 1, k))
+    np.add.at(mass, (np.arange(m)[None, :], P + 1, y[:, None]), c[:, None])
+
+    def log_lik(log_table: np.ndarray, log_prior: np.ndarray) -> float:
+        per_row = log_prior[y] + log_table[
+            np.arange(m)[None, :], P + 1, y[:, None]
+        ].sum(axis=1)
+        return float(c @ per_row)
+
+    return mass, np.bincount(y, weights=c, minlength=k), log_lik
+
+
 def dawid_skene_estimate(
     stats: VoteStats,
     *,
     prior: np.ndarray | None = None,
+    labeled: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     pseudo_count: float = PSEUDO_COUNT,
     max_iter: int = 500,
     tol: float = 1e-8,
@@ -111,6 +140,10 @@ def dawid_skene_estimate(
     prior : ndarray of shape (k,), optional
         A known P(Y), held fixed (Snorkel's ``class_balance``; a class at 0 is never
         the answer); default estimated.
+    labeled : (patterns, counts, labels), optional
+        Rows whose class is known: vote patterns of shape (n_labeled, n_lfs), how
+        many rows had each, and their classes. They join the likelihood with their
+        class fixed (semi-supervised EM).
     pseudo_count : float, default=0.5
         Added to every count of the M-step (tables and prior); 0 gives the plain
         maximum-likelihood steps, under which a vote an LF never gave for a class
@@ -183,30 +216,42 @@ def dawid_skene_estimate(
         with np.errstate(divide="ignore"):  # a class of prior 0 is never the answer
             fixed_log_prior = np.log(prior / prior.sum())
     n = float(c.sum())
-    silent = voted == 0
+    lab_mass, lab_class, lab_ll = _labeled_terms(labeled, m, k)
+    silent = voted + (0.0 if labeled is None else lab_mass[:, 1:].sum(axis=(1, 2))) == 0
     blocks = VoteBlocks(P, k)
-    R = _majority_start(blocks, m, k)
-    ll, gain, converged, n_iter = -np.inf, np.inf, False, 0
-    while n_iter < max_iter and not converged:
-        n_iter += 1
-        counts = blocks.mass(c[:, None] * R) + pseudo_count
-        # An LF that never voted: the same table under every class (its pseudo-
-        # counts alone would make its abstain say which classes are rarer).
-        counts[silent] = counts[silent].mean(axis=2, keepdims=True)
-        log_table = np.log(counts / counts.sum(axis=1, keepdims=True))
-        if prior is None:
-            class_mass = c @ R + pseudo_count
-            log_prior = np.log(class_mass / class_mass.sum())
-        else:
-            log_prior = fixed_log_prior
-        R, per_pattern = normalize_log_rows(blocks.log_lik(log_table) + log_prior)
-        new = float(c @ per_pattern)
-        # EM's gains shrink geometrically near the optimum, by rho per step: what is
-        # left to gain is about gain rho / (1 - rho) (Aitken's estimate), which is
-        # what tol bounds; the last gain itself when they do not shrink.
-        rho = (new - ll) / gain if 0 < new - ll < gain < np.inf else 1.0
-        gain = new - ll
-        left = gain * rho / (1.0 - rho) if rho < 1.0 else gain
-        converged = left < tol * n
-        ll = new
-    return DawidSkeneEstimate(np.exp(log_prior), log_table, ll, n_iter, converged)
+
+    def run(R: np.ndarray, unlabeled_weight: float) -> DawidSkeneEstimate:
+        """EM from posteriors R, the unlabeled rows weighing ``unlabeled_weight`` in
+        the first M-step (0: the tables start from the labeled rows alone)."""
+        ll, gain, converged, n_iter, w = -np.inf, np.inf, False, 0, unlabeled_weight
+        while n_iter < max_iter and not converged:
+            n_iter += 1
+            counts = blocks.mass(w * c[:, None] * R) + lab_mass + pseudo_count
+            # An LF that never voted: the same table under every class (its pseudo-
+            # counts alone would make its abstain say which classes are rarer).
+            counts[silent] = counts[silent].mean(axis=2, keepdims=True)
+            log_table = np.log(counts / counts.sum(axis=1, keepdims=True))
+            if prior is None:
+                class_mass = w * (c @ R) + lab_class + pseudo_count
+                log_prior = np.log(class_mass / class_mass.sum())
+            else:
+                log_prior = fixed_log_prior
+            R, per_pattern = normalize_log_rows(blocks.log_lik(log_table) + log_prior)
+            new = float(c @ per_pattern) + lab_ll(log_table, log_prior)
+            # EM's gains shrink geometrically near the optimum, by rho per step: what
+            # is left to gain is about gain rho / (1 - rho) (Aitken's estimate), which
+            # is what tol bounds; the last gain itself when they do not shrink.
+            rho = (new - ll) / gain if 0 < new - ll < gain < np.inf else 1.0
+            gain = new - ll
+            left = gain * rho / (1.0 - rho) if rho < 1.0 else gain
+            converged = left < tol * n
+            ll, w = new, 1.0
+        return DawidSkeneEstimate(np.exp(log_prior), log_table, ll, n_iter, converged)
+
+    R0 = _majority_start(blocks, m, k)
+    fits = [run(R0, 1.0)]
+    if labeled is not None:
+        # Votes may name the classes wrongly (an LF that votes the next class): a
+        # start from the labeled rows' own tables, the fit of higher likelihood kept.
+        fits.append(run(R0, 0.0))
+    return max(fits, key=lambda fit: fit.log_likelihood)

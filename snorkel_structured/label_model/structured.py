@@ -230,7 +230,9 @@ class StructuredLabelModel(
         conditional accuracies). "auto" lets the data choose (BIC on how the LFs
         agree) among one theta shared by all LFs (the unweighted vote), one per LF,
         and, for ``Discrete`` spaces only, one per LF and class. Only
-        ``estimator="mle"`` has it ("auto" means one per LF for the others).
+        ``estimator="mle"`` has it ("auto" means one per LF for the others). On
+        ``Discrete`` spaces ``confusion="auto"`` fits full tables instead where they
+        apply (below).
     confusion : bool or "auto", default="auto"
         ``Discrete`` spaces: fit Dawid and Skene's model, one full table P(lambda_a =
         v | Y = y) per LF (abstain included), instead of the distance family, which
@@ -238,9 +240,11 @@ class StructuredLabelModel(
         :func:`~snorkel_structured.estimators.dawid_skene_estimate`). "auto" fits
         it when the other noise options and ``prior_support`` are "auto",
         ``n_components`` is None, no LFs are found or declared dependent (LFs that
-        share a source keep the distance family's fallback) and no rows are labeled
-        (``L_dev``). True asks for it (``Discrete`` and "mle" only; refused with
-        labeled rows or dependencies); False keeps the distance family.
+        share a source keep the distance family's fallback) and every voting LF
+        shares at least 10 rows with each of two other LFs. Labeled rows (``L_dev``)
+        join its likelihood with their classes known. True asks for it
+        (``Discrete`` and "mle" only; refused with dependencies); False keeps the
+        distance family.
         ``noise_model_["theta"]`` is then ``"confusion"``, ``theta_`` the distance
         family's theta that is right as often, per LF and class.
     abstain_dependent : bool or "auto", default="auto"
@@ -803,6 +807,7 @@ class StructuredLabelModel(
                 confusion = dawid_skene_estimate(
                     stats,
                     prior=fixed,
+                    labeled=self._labeled,
                     max_iter=max_iter,
                     # as the refit of a sampled choice: 0.2 of a standard error
                     tol=max(tol, _REFIT_NATS / stats.n_samples),
@@ -819,6 +824,8 @@ class StructuredLabelModel(
                     "outliers": False,
                     "shrinkage": 0.0,
                 }
+                if self._labeled is not None:  # they joined the tables' likelihood
+                    noise_model["dev_choice"] = "label model"
                 power, eps, log_h = 2.0, None, None
             elif self.estimator == "mle":
                 est = mle_estimate(
@@ -990,30 +997,28 @@ class StructuredLabelModel(
     def _fits_confusion(self, stats: VoteStats) -> bool:
         """Whether the fit is Dawid and Skene's (one full table per LF): on plain
         classes with every noise option at "auto", LFs not found or declared
-        dependent, no labeled rows, and votes that identify the tables
-        (:func:`_tables_identified`).
+        dependent, and votes that identify the tables (:func:`_tables_identified`).
+        Labeled rows join the tables' likelihood with their classes known.
 
         On classes the tables generalize every variant of the distance family (whose
         errors are spread evenly over the wrong classes); the hold-out and Snorkel
-        generator figures are in the README. LFs that share a source, or labeled
-        rows, keep the distance family's fallbacks and choices.
+        generator figures are in the README. LFs that share a source keep the
+        distance family's fallbacks and choices.
         """
         confusion = getattr(self, "confusion", "auto")  # pickles before the option
         if isinstance(confusion, str):  # "auto"
             return (
                 self._confusion_applies()
                 and not self._dependencies
-                and self._labeled is None
                 and _tables_identified(stats)
             )
         if not confusion:
             return False
-        if self._labeled is not None or self._dependencies:
+        if self._dependencies:
             raise ValueError(
-                "confusion=True fits each LF's table as if the LFs were independent "
-                "and unlabeled; with labeled rows (L_dev) or dependencies "
-                f"({self._dependencies}) use confusion='auto' (the distance family "
-                "then weighs them) or pass dependencies=[]."
+                "confusion=True fits each LF's table as if the LFs were independent; "
+                f"with dependencies ({self._dependencies}) use confusion='auto' (the "
+                "distance family then weighs them) or pass dependencies=[]."
             )
         return True
 

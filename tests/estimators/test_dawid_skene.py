@@ -111,3 +111,36 @@ def test_too_few_lfs_no_votes_and_raw_matrices_are_refused():
         dawid_skene_estimate(silent)
     with pytest.raises(TypeError, match="VoteStats"):
         dawid_skene_estimate(np.zeros((4, 3), dtype=int))
+
+
+def test_labeled_rows_are_counted_with_their_classes_at_the_fixed_point():
+    rng = np.random.default_rng(9)
+    L, y = draw_votes(3_000, np.array([0.5, 0.5]), right_mostly_tables(4, 2, rng), rng)
+    lab = VoteStats.from_label_matrix(np.column_stack([L[:200], y[:200]]), n_labels=2)
+    labeled = (lab.patterns[:, :-1], lab.counts, lab.patterns[:, -1])
+    stats = VoteStats.from_label_matrix(L[200:], n_labels=2)
+    est = dawid_skene_estimate(stats, labeled=labeled, tol=1e-12, max_iter=5_000)
+    # one more M-step by hand: unlabeled rows by their posteriors, labeled rows by
+    # their classes, plus the pseudo-count 0.5
+    logp, inverse = est.posterior().log_proba(L[200:])
+    R = np.vstack([np.exp(logp[inverse]), np.eye(2)[y[:200]]])
+    votes = np.vstack([L[200:], L[:200]])
+    counts = np.full((4, 3, 2), 0.5)
+    for a, v in itertools.product(range(4), range(-1, 2)):
+        counts[a, v + 1] += R[votes[:, a] == v].sum(axis=0)
+    np.testing.assert_allclose(
+        np.exp(est.log_table), counts / counts.sum(axis=1, keepdims=True), atol=1e-6
+    )
+    # the log-likelihood counts the labeled rows with their classes
+    P = np.exp(est.log_table)
+
+    def joint(rows, cls):
+        return est.prior[cls] * np.prod(
+            [P[a, rows[:, a] + 1, cls] for a in range(4)], axis=0
+        )
+
+    total = np.log(sum(joint(L[200:], c) for c in range(2))).sum()
+    total += np.log(joint(L[:200], y[:200])).sum()
+    assert est.log_likelihood == pytest.approx(total, rel=1e-10)
+    with pytest.raises(ValueError, match="outside"):
+        dawid_skene_estimate(stats, labeled=(labeled[0], labeled[1], labeled[2] + 5))
