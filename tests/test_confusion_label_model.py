@@ -207,3 +207,20 @@ def test_labeled_rows_join_the_tables_and_can_overrule_the_votes():
     assert (lm.predict(L[100:]) == y[100:]).mean() > 0.9
     got = lm.get_conditional_probs().transpose(0, 2, 1)  # [a, y, v + 1]
     assert np.abs(got - tables).max() < 0.05
+
+
+def test_class_balance_is_held_and_chunks_give_the_fit_of_all_rows():
+    rng = np.random.default_rng(10)
+    L, _ = draw_votes(6_000, np.array([0.6, 0.4]), right_mostly_tables(4, 2, rng), rng)
+    fixed = ss.StructuredLabelModel(ss.Discrete(2), seed=0).fit(
+        L, class_balance=[0.3, 0.7], progress_bar=False
+    )
+    assert fixed.noise_model_["theta"] == "confusion"
+    assert fixed.noise_model_["prior"] == "fixed"
+    np.testing.assert_allclose(fixed.prior_, [0.3, 0.7])
+    whole = ss.StructuredLabelModel(ss.Discrete(2), seed=0).fit(L, progress_bar=False)
+    chunked = ss.StructuredLabelModel(ss.Discrete(2), seed=0)
+    for part in np.array_split(L, 3):
+        chunked.partial_fit(part)
+    assert chunked.noise_model_["theta"] == "confusion"
+    np.testing.assert_allclose(chunked.predict_proba(L), whole.predict_proba(L))
