@@ -151,3 +151,34 @@ def test_score_test_validation_errors():
         model_dependency_test(np.zeros((5, 4, 2)), space=ss.Euclidean(2))
     with pytest.raises(ValueError, match="space"):
         model_dependency_test(d.L)
+
+
+def test_null_tables_of_dawid_skene_are_its_own():
+    # The default on classes fits full tables (confusion): the score test must read
+    # them, not the distance family's theta that is right as often.
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 3, 4000)
+    confuse = np.array([[0, 1, 1], [1, 1, 2], [2, 0, 2]])  # uneven errors
+    L = np.where(
+        rng.random((4000, 5)) < 0.7,
+        y[:, None],
+        confuse[y[:, None], rng.integers(0, 3, (4000, 5))],
+    )
+    L[rng.random(L.shape) < 0.2] = -1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lm = ss.StructuredLabelModel(ss.Discrete(3), seed=0).fit(L, dependencies=[])
+    assert lm.noise_model_["theta"] == "confusion"
+    T, log_prior, log_vote, abstain = null_model_tables(lm, ss.Discrete(3))
+    logp = np.tile(log_prior, (200, 1))
+    for c in range(5):
+        v = L[:200, c]
+        logp += np.where(
+            (v >= 0)[:, None],
+            np.log1p(-abstain[c]) + log_vote[c][np.maximum(v, 0)],
+            np.log(abstain[c]),
+        )
+    post = np.exp(logp - logp.max(1, keepdims=True))
+    post /= post.sum(1, keepdims=True)
+    voted = (L[:200] >= 0).any(axis=1)  # rows with no vote get the prior
+    assert np.allclose(post[voted], lm.predict_proba(L[:200])[voted], atol=1e-10)

@@ -70,7 +70,12 @@ def null_model_tables(
     prior = np.asarray(label_model.prior_, dtype=np.float64)[T]
     r = len(space)
     abstain = np.asarray(label_model.abstain_, dtype=np.float64)[:, T]
-    if hasattr(label_model, "noise_power_") and hasattr(label_model, "theta_"):
+    tables = getattr(label_model, "noise_model_", {}).get("theta") == "confusion"
+    if (
+        hasattr(label_model, "noise_power_")
+        and hasattr(label_model, "theta_")
+        and not tables
+    ):
         # The model's own noise family (power, outlier component, label-dependent
         # theta), computed on the support's columns only: get_conditional_probs()
         # would need the (r, r) table, refused above 2,048 labels.
@@ -89,7 +94,7 @@ def null_model_tables(
             log_h=log_h,
         )
         log_vote = table[:, 1:, :]
-    else:  # Snorkel's table (n_lfs, r + 1, r), abstain first
+    else:  # Snorkel's table (n_lfs, r + 1, r), abstain first; or Dawid and Skene's
         cp = np.asarray(label_model.get_conditional_probs(), dtype=np.float64)[:, :, T]
         with np.errstate(divide="ignore"):
             log_vote = np.log(cp[:, 1:, :]) - np.log1p(-cp[:, :1, :])
