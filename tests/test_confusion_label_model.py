@@ -171,7 +171,7 @@ def test_lfs_that_meet_one_other_lf_keep_the_distance_family():
 def test_the_guard_counts_shared_rows_as_written_out():
     # Every voting LF shares >= 10 rows with each of two others: checked row by row,
     # on both of the guard's paths (up to 16 LFs, and above).
-    from snorkel_structured.label_model.structured import _tables_identified
+    from snorkel_structured.label_model._confusion import tables_identified
 
     rng = np.random.default_rng(7)
     for _ in range(120):
@@ -187,7 +187,7 @@ def test_the_guard_counts_shared_rows_as_written_out():
             if V[:, a].any()
         )
         stats = ss.estimators.VoteStats.from_label_matrix(L, n_labels=3)
-        assert _tables_identified(stats) == expected
+        assert tables_identified(stats) == expected
 
 
 def test_labeled_rows_join_the_tables_and_can_overrule_the_votes():

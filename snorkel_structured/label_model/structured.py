@@ -17,28 +17,25 @@ from snorkel_structured._persistence import (
     PersistenceMixin,
 )
 from snorkel_structured._validation import (
-    ABSTAIN,
     check_label_matrix,
     check_scalar,
     check_seed,
 )
-from snorkel_structured.estimators._em_choices import _REFIT_NATS
 from snorkel_structured.estimators._em_core import _Problem
 from snorkel_structured.estimators._noise_family import SHRINK_GRID
 from snorkel_structured.estimators._noise_kernel import _SqDists
 from snorkel_structured.estimators._stats import VoteStats, _count_patterns
 from snorkel_structured.estimators._support_posterior import SupportPosterior
-from snorkel_structured.estimators.dawid_skene import (
-    DawidSkeneEstimate,
-    conditional_log_table,
-    dawid_skene_estimate,
-)
 from snorkel_structured.estimators.em import (
     mle_estimate,
 )
 from snorkel_structured.estimators.uws_finite import uws_fit
 from snorkel_structured.exceptions import IdentifiabilityWarning
 from snorkel_structured.label_model._closing_checks import ClosingChecks
+from snorkel_structured.label_model._confusion import (
+    ConfusionChoice,
+    confusion_summary,
+)
 from snorkel_structured.label_model._dependency_groups import (
     DEPENDENCE_MIN_EXCESS,
     DEPENDENCE_MIN_RATIO,
@@ -86,11 +83,6 @@ PRIOR_PSEUDO_COUNT = 0.5
 # dependencies="auto" tests a random thinning of the rows down to this many (as
 # many as the EM choices read, em.CHOICE_ROWS).
 DETECT_MAX_ROWS = 10_000
-# The default fits Dawid and Skene's tables on classes only when each voting LF shares
-# at least this many rows with each of two other LFs (as the triplet estimator's
-# min_overlap); otherwise the distance family's choices, which fall back to the
-# unweighted vote when the votes cannot tell the LFs apart.
-CONFUSION_MIN_SHARED = 10
 # Snorkel's BaseLabeler, without the torch import of Snorkel's model package.
 BaseLabeler = snorkel_base_labeler()
 
@@ -111,40 +103,6 @@ def _strong(observed: Any, expected: Any) -> Any:
             expected < 1, (observed - expected) / (1.0 - expected), np.nan
         )
     return ~(ratio < DEPENDENCE_MIN_RATIO) | (excess >= DEPENDENCE_MIN_EXCESS)
-
-
-def _tables_identified(stats: VoteStats) -> bool:
-    """Whether every LF that votes shares at least ``CONFUSION_MIN_SHARED`` rows with
-    each of two other LFs: an LF's table is read off its agreements with the others
-    (three views of Y), and an LF that meets at most one other would get a table that
-    only repeats its own votes (each LF "always right" where no two LFs meet)."""
-    voted = (np.asarray(stats.patterns) != ABSTAIN).astype(np.float64)
-    counts = np.asarray(stats.counts)
-    m = voted.shape[1]
-    if m <= 16:  # rows per set of voting LFs first: at most 2^m sets, few in practice
-        code = (voted @ (2.0 ** np.arange(m))).astype(np.int64)
-        per_set = np.bincount(code, weights=counts, minlength=1 << m)
-        used = np.flatnonzero(per_set)
-        voted, counts = (used[:, None] >> np.arange(m)) & 1, per_set[used]
-        voted = voted.astype(np.float64)
-    shared = (voted * counts[:, None]).T @ voted  # (m, m) rows both LFs voted on
-    votes = np.diag(shared).copy()
-    np.fill_diagonal(shared, 0.0)
-    partners = (shared >= CONFUSION_MIN_SHARED).sum(axis=1)
-    return bool(np.all((partners >= 2) | (votes == 0)))
-
-
-def _confusion_summary(
-    est: DawidSkeneEstimate, prior: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """theta_ and expected_sq_dist_ of Dawid and Skene's fit on classes: per LF and
-    class, the theta of the distance family that is right as often among the LF's
-    votes (p = 1 / (1 + (k - 1) e^-theta)), and E[d^2] = P(wrong vote)."""
-    k = prior.size
-    right = np.exp(np.diagonal(conditional_log_table(est.log_table), axis1=1, axis2=2))
-    right = np.clip(right, 1e-12, 1.0 - 1e-12)  # (m, k)
-    theta = np.log(right * max(k - 1, 1) / (1.0 - right))
-    return theta, (1.0 - right) @ prior
 
 
 def _chunk_stats(
@@ -198,6 +156,7 @@ def _moments(
 
 class StructuredLabelModel(
     StructuredChecks,
+    ConfusionChoice,
     ClosingChecks,
     NoiseAwareMethods,
     PosteriorMethods,
@@ -804,28 +763,13 @@ class StructuredLabelModel(
         confusion = None
         with _warnings.captured() as caught:
             if self._fits_confusion(stats):
-                confusion = dawid_skene_estimate(
-                    stats,
-                    prior=fixed,
-                    labeled=self._labeled,
-                    max_iter=max_iter,
-                    # as the refit of a sampled choice: 0.2 of a standard error
-                    tol=max(tol, _REFIT_NATS / stats.n_samples),
+                confusion, noise_model = self._fit_confusion(
+                    stats, fixed, max_iter, tol
                 )
                 prior, ll = confusion.prior, confusion.log_likelihood
                 support = np.arange(r)
                 abstain = np.exp(confusion.log_table[:, 0, :])
-                theta, expected = _confusion_summary(confusion, prior)
-                noise_model = {
-                    "prior": "free" if fixed is None else "fixed",
-                    "theta": "confusion",
-                    "abstain": True,
-                    "power": 2.0,
-                    "outliers": False,
-                    "shrinkage": 0.0,
-                }
-                if self._labeled is not None:  # they joined the tables' likelihood
-                    noise_model["dev_choice"] = "label model"
+                theta, expected = confusion_summary(confusion)
                 power, eps, log_h = 2.0, None, None
             elif self.estimator == "mle":
                 est = mle_estimate(
@@ -993,51 +937,6 @@ class StructuredLabelModel(
         )
         self._closing_checks(stats)
         return self
-
-    def _fits_confusion(self, stats: VoteStats) -> bool:
-        """Whether the fit is Dawid and Skene's (one full table per LF): on plain
-        classes with every noise option at "auto", LFs not found or declared
-        dependent, and votes that identify the tables (:func:`_tables_identified`).
-        Labeled rows join the tables' likelihood with their classes known.
-
-        On classes the tables generalize every variant of the distance family (whose
-        errors are spread evenly over the wrong classes); the hold-out and Snorkel
-        generator figures are in the README. LFs that share a source keep the
-        distance family's fallbacks and choices.
-        """
-        confusion = getattr(self, "confusion", "auto")  # pickles before the option
-        if isinstance(confusion, str):  # "auto"
-            return (
-                self._confusion_applies()
-                and not self._dependencies
-                and _tables_identified(stats)
-            )
-        if not confusion:
-            return False
-        if self._dependencies:
-            raise ValueError(
-                "confusion=True fits each LF's table as if the LFs were independent; "
-                f"with dependencies ({self._dependencies}) use confusion='auto' (the "
-                "distance family then weighs them) or pass dependencies=[]."
-            )
-        return True
-
-    def _confusion_applies(self) -> bool:
-        """Plain classes, "mle", and every option the tables replace left at "auto"."""
-        options = (
-            self.label_dependent,
-            self.abstain_dependent,
-            self.noise_power,
-            self.outliers,
-            self.shrinkage,
-            self.prior_support,
-        )
-        return (
-            isinstance(self.space, Discrete)
-            and self.estimator == "mle"
-            and self.n_components is None
-            and all(isinstance(o, str) and o == "auto" for o in options)
-        )
 
     def _powers(self) -> tuple[float, ...]:
         """Candidate powers p of the noise family exp(-theta d^p)."""
