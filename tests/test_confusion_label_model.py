@@ -169,8 +169,9 @@ def test_lfs_that_meet_one_other_lf_keep_the_distance_family():
 
 
 def test_the_guard_counts_shared_rows_as_written_out():
-    # Every voting LF shares >= 10 rows with each of two others: checked row by row,
-    # on both of the guard's paths (up to 16 LFs, and above).
+    # Every voting LF shares >= 10 rows with each of two others, and the votes are at
+    # least the tables' numbers: checked row by row, on both of the guard's paths (up
+    # to 16 LFs, and above).
     from snorkel_structured.label_model._confusion import tables_identified
 
     rng = np.random.default_rng(7)
@@ -181,7 +182,7 @@ def test_the_guard_counts_shared_rows_as_written_out():
         )
         L[0, 0] = 1  # at least one vote
         V = L >= 0
-        expected = all(
+        expected = V.sum() >= m * 4 * 3 and all(  # votes >= table numbers, k = 3
             sum((V[:, a] & V[:, b]).sum() >= 10 for b in range(m) if b != a) >= 2
             for a in range(m)
             if V[:, a].any()
@@ -224,3 +225,21 @@ def test_class_balance_is_held_and_chunks_give_the_fit_of_all_rows():
         chunked.partial_fit(part)
     assert chunked.noise_model_["theta"] == "confusion"
     np.testing.assert_allclose(chunked.predict_proba(L), whole.predict_proba(L))
+
+
+def test_tables_larger_than_the_votes_keep_the_distance_family():
+    # 60 classes, 4 LFs: 4 x 61 x 60 = 14,640 numbers from 2,000 rows x 4 votes.
+    rng = np.random.default_rng(11)
+    y = rng.integers(0, 60, 2_000)
+    L = np.where(
+        rng.random((2_000, 4)) < 0.8, y[:, None], rng.integers(0, 60, (2_000, 4))
+    )
+    lm = ss.StructuredLabelModel(ss.Discrete(60), seed=0).fit(
+        L, dependencies=[], progress_bar=False
+    )
+    assert lm.noise_model_["theta"] != "confusion"
+    more = np.tile(L, (2, 1))  # 16,000 votes: enough
+    lm = ss.StructuredLabelModel(ss.Discrete(60), seed=0).fit(
+        more, dependencies=[], progress_bar=False
+    )
+    assert lm.noise_model_["theta"] == "confusion"

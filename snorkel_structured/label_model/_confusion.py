@@ -33,16 +33,24 @@ __all__ = [
 # min_overlap); otherwise the distance family's choices, which fall back to the
 # unweighted vote when the votes cannot tell the LFs apart.
 CONFUSION_MIN_SHARED = 10
+# ... and when the tables, n_lfs (k + 1) k numbers, are no more than the votes (one
+# vote per number on average) and at most this many numbers (1.3e8 bytes): with
+# thousands of classes the distance family's support search is the sound model.
+CONFUSION_MAX_CELLS = 1 << 24
 
 
 def tables_identified(stats: VoteStats) -> bool:
     """Whether every LF that votes shares at least ``CONFUSION_MIN_SHARED`` rows with
     each of two other LFs: an LF's table is read off its agreements with the others
     (three views of Y), and an LF that meets at most one other would get a table that
-    only repeats its own votes (each LF "always right" where no two LFs meet)."""
+    only repeats its own votes (each LF "always right" where no two LFs meet). And
+    whether the tables are no larger than the votes and ``CONFUSION_MAX_CELLS``."""
     voted = (np.asarray(stats.patterns) != ABSTAIN).astype(np.float64)
     counts = np.asarray(stats.counts)
-    m = voted.shape[1]
+    m, k = voted.shape[1], int(stats.n_labels)
+    cells = m * (k + 1) * k
+    if cells > CONFUSION_MAX_CELLS or cells > counts @ voted.sum(axis=1):
+        return False
     if m <= 16:  # rows per set of voting LFs first: at most 2^m sets, few in practice
         code = (voted @ (2.0 ** np.arange(m))).astype(np.int64)
         per_set = np.bincount(code, weights=counts, minlength=1 << m)
