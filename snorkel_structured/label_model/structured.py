@@ -199,8 +199,9 @@ class StructuredLabelModel(
         :func:`~snorkel_structured.estimators.dawid_skene_estimate`). "auto" fits
         it when the other noise options and ``prior_support`` are "auto",
         ``n_components`` is None, no LFs are found or declared dependent (LFs that
-        share a source keep the distance family's fallback) and every voting LF
-        shares at least 10 rows with each of two other LFs. Labeled rows (``L_dev``)
+        share a source keep the distance family's fallback), every voting LF
+        shares at least 10 rows with each of two other LFs, and the tables (n_lfs
+        (k + 1) k numbers) are no larger than the votes. Labeled rows (``L_dev``)
         join its likelihood with their classes known. True asks for it
         (``Discrete`` and "mle" only; refused with dependencies); False keeps the
         distance family.
