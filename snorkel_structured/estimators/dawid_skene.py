@@ -6,9 +6,10 @@ with no distance structure: the classic crowdsourcing model (Dawid and Skene,
 ``Discrete`` space it is richer than the distance family exp(-theta d) of the
 label models here, whose errors are spread evenly over the wrong classes: it can
 learn that an LF confuses 3 with 8 but never with 1, or that an LF which votes one
-class on every row says nothing. It has k (k - 1) + k more numbers per LF and no
-test of shared sources, so it stays a separate estimator beside the default (see
-``benchmarks/bench_holdout_tasks.py --parts classes`` for both on hold-out tasks).
+class on every row says nothing. ``StructuredLabelModel`` fits it on classes where it
+applies (its ``confusion`` option); LFs that share a source keep the distance
+family's fallback there, since the tables, like any model of independent LFs, take
+such LFs for accurate ones.
 
 EM runs over the unique vote patterns of :class:`VoteStats`, read as the codes of a
 few blocks of LFs (:mod:`._vote_blocks`): the E-step gathers one table per block,
@@ -23,11 +24,13 @@ from typing import Any
 
 import numpy as np
 
+from snorkel_structured import _warnings
 from snorkel_structured._numeric import normalize_log_rows
 from snorkel_structured._validation import ABSTAIN, check_scalar
 from snorkel_structured.estimators._stats import VoteStats
 from snorkel_structured.estimators._support_posterior import SupportPosterior
 from snorkel_structured.estimators._vote_blocks import VoteBlocks
+from snorkel_structured.exceptions import ConvergenceWarning
 
 __all__ = ["DawidSkeneEstimate", "conditional_log_table", "dawid_skene_estimate"]
 
@@ -54,7 +57,8 @@ class DawidSkeneEstimate:
     n_iter : int
         EM steps taken.
     converged : bool
-        Whether the last step gained less than ``tol`` per row.
+        Whether EM stopped at ``tol`` rather than at ``max_iter`` (a
+        ``ConvergenceWarning`` says so).
     """
 
     prior: np.ndarray
@@ -254,4 +258,12 @@ def dawid_skene_estimate(
         # Votes may name the classes wrongly (an LF that votes the next class): a
         # start from the labeled rows' own tables, the fit of higher likelihood kept.
         fits.append(run(R0, 0.0))
-    return max(fits, key=lambda fit: fit.log_likelihood)
+    best = max(fits, key=lambda fit: fit.log_likelihood)
+    if not best.converged:
+        _warnings.warn(
+            f"Dawid-Skene EM stopped at max_iter={max_iter} before the gain left was "
+            f"under tol={tol:g} per row; raise max_iter or tol.",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    return best

@@ -144,3 +144,14 @@ def test_labeled_rows_are_counted_with_their_classes_at_the_fixed_point():
     assert est.log_likelihood == pytest.approx(total, rel=1e-10)
     with pytest.raises(ValueError, match="outside"):
         dawid_skene_estimate(stats, labeled=(labeled[0], labeled[1], labeled[2] + 5))
+
+
+def test_stopping_at_max_iter_warns():
+    from snorkel_structured.exceptions import ConvergenceWarning
+
+    rng = np.random.default_rng(12)
+    L, _ = draw_votes(2_000, np.array([0.5, 0.5]), right_mostly_tables(4, 2, rng), rng)
+    stats = VoteStats.from_label_matrix(L, n_labels=2)
+    with pytest.warns(ConvergenceWarning, match="max_iter=2"):
+        est = dawid_skene_estimate(stats, max_iter=2)
+    assert est.n_iter == 2 and not est.converged
