@@ -243,3 +243,38 @@ def test_tables_larger_than_the_votes_keep_the_distance_family():
         more, dependencies=[], progress_bar=False
     )
     assert lm.noise_model_["theta"] == "confusion"
+
+
+def test_noise_matrix_from_tables_equals_it_from_theta_when_they_agree():
+    # The tables of the distance family itself, given as log_cond, must give its Q
+    # and its loss weights: exactly, and by Monte Carlo within the draws' standard
+    # errors (the two paths draw the votes by different routines).
+    space = ss.Discrete(3)
+    theta, prior = np.array([1.2, 0.4, 2.0, 0.8]), np.array([0.2, 0.3, 0.5])
+    d = ss.synthetic.make_label_matrix(
+        500, space=space, theta=theta, prior=prior, abstain=0.3, seed=0
+    )
+    tables = ss.noise_aware.log_conditional_probs(space.squared_distance_matrix, theta)
+    a = ss.noise_matrix(space, theta, prior, abstain=0.3, method="exact")
+    b = ss.noise_matrix(space, theta, prior, abstain=0.3, log_cond=tables)
+    np.testing.assert_allclose(a.Q, b.Q, atol=1e-12)
+    mc = ss.noise_matrix(
+        space, theta, prior, abstain=0.3, method="monte_carlo", seed=1, log_cond=tables
+    )
+    assert np.all(np.abs(mc.Q - a.Q) <= 4 * mc.std_error + 1e-12)
+    wa = ss.loss_weights(d.L, space, theta, prior, seed=2)
+    wb = ss.loss_weights(d.L, space, theta, prior, seed=2, log_cond=tables)
+    np.testing.assert_allclose(wa.to_numpy(float), wb.to_numpy(float), atol=1e-12)
+    with pytest.raises(ValueError, match=r"log_cond must be an \(4, 3, 3\) array"):
+        ss.noise_matrix(space, theta, prior, log_cond=tables[:, :2])
+    with pytest.raises(ValueError, match="log_cond must be"):
+        ss.noise_matrix(space, theta, prior, log_cond=tables + 1.0)  # not normalized
+    with pytest.raises(ValueError, match="not both"):
+        ss.noise_matrix(
+            space,
+            theta,
+            prior,
+            log_cond=tables,
+            outlier_rate=np.full(4, 0.1),
+            outlier_dist=np.full((4, 3), 1 / 3),
+        )
