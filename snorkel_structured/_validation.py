@@ -173,6 +173,15 @@ def check_scalar(
     return value
 
 
+def check_distribution(p: Any, size: int, message: str) -> np.ndarray:
+    """``p`` as ``size`` non-negative finite numbers with a positive sum, normalized;
+    ``ValueError(message)`` otherwise (each caller names its own argument)."""
+    p = np.asarray(p, dtype=np.float64)
+    if p.shape != (size,) or not np.isfinite(p).all() or (p < 0).any() or p.sum() <= 0:
+        raise ValueError(message)
+    return p / p.sum()
+
+
 def _first_index(mask: np.ndarray) -> tuple[int, ...]:
     return tuple(int(i) for i in np.argwhere(mask)[0])
 

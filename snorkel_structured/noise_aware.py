@@ -28,6 +28,7 @@ from snorkel_structured import _warnings
 from snorkel_structured._validation import (
     ABSTAIN,
     check_distance_matrix,
+    check_distribution,
     check_label_matrix,
     check_scalar,
     check_seed,
@@ -238,13 +239,13 @@ def _check_model(
         )
     if not np.isfinite(th).all():
         raise ValueError("theta must be finite; got NaN or inf.")
-    p = np.asarray(prior, dtype=np.float64)
-    if p.shape != (r,) or not np.isfinite(p).all() or (p < 0).any() or p.sum() <= 0:
-        raise ValueError(
-            f"prior must be {r} non-negative finite numbers with a positive sum; got "
-            f"shape {p.shape}."
-        )
-    return th, p / p.sum(), _check_abstain(th.shape[0], abstain)
+    p = check_distribution(
+        prior,
+        r,
+        f"prior must be {r} non-negative finite numbers with a positive sum; got "
+        f"shape {np.shape(prior)}.",
+    )
+    return th, p, _check_abstain(th.shape[0], abstain)
 
 
 def _check_abstain(m: int, abstain: Any) -> np.ndarray:

@@ -7,7 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from snorkel_structured._validation import check_scalar, check_seed
+from snorkel_structured._validation import (
+    check_distribution,
+    check_scalar,
+    check_seed,
+)
 from snorkel_structured.noise.finite import (
     _check_abstain_rates,
     _check_theta,
@@ -92,12 +96,12 @@ def make_label_matrix(
     n_samples = check_scalar(n_samples, "n_samples", kind="int", low=1)
     rng = check_seed(seed)
     r = len(space)
-    p = np.asarray(prior, dtype=np.float64)
-    if p.shape != (r,) or (p < 0).any() or not np.isfinite(p).all() or p.sum() <= 0:
-        raise ValueError(
-            f"prior must be {r} non-negative numbers with a positive sum; got shape {p.shape}."
-        )
-    p = p / p.sum()
+    p = check_distribution(
+        prior,
+        r,
+        f"prior must be {r} non-negative numbers with a positive sum; got shape "
+        f"{np.shape(prior)}.",
+    )
     th = np.asarray(theta, dtype=np.float64)
     if th.ndim not in (1, 2) or (th.ndim == 2 and th.shape[1] != r):
         raise ValueError(

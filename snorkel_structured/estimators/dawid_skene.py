@@ -26,7 +26,7 @@ import numpy as np
 
 from snorkel_structured import _warnings
 from snorkel_structured._numeric import normalize_log_rows
-from snorkel_structured._validation import ABSTAIN, check_scalar
+from snorkel_structured._validation import ABSTAIN, check_distribution, check_scalar
 from snorkel_structured.estimators._stats import VoteStats
 from snorkel_structured.estimators._support_posterior import SupportPosterior
 from snorkel_structured.estimators._vote_blocks import VoteBlocks
@@ -206,19 +206,14 @@ def dawid_skene_estimate(
             "nothing to estimate from."
         )
     if prior is not None:
-        prior = np.asarray(prior, dtype=np.float64)
-        if (
-            prior.shape != (k,)
-            or not np.isfinite(prior).all()
-            or (prior < 0).any()
-            or prior.sum() <= 0
-        ):
-            raise ValueError(
-                f"prior must be {k} non-negative finite numbers (one per class) with "
-                f"a positive sum; got {prior!r}."
-            )
+        prior = check_distribution(
+            prior,
+            k,
+            f"prior must be {k} non-negative finite numbers (one per class) with a "
+            f"positive sum; got {np.asarray(prior, dtype=np.float64)!r}.",
+        )
         with np.errstate(divide="ignore"):  # a class of prior 0 is never the answer
-            fixed_log_prior = np.log(prior / prior.sum())
+            fixed_log_prior = np.log(prior)
     n = float(c.sum())
     lab_mass, lab_class, lab_ll = _labeled_terms(labeled, m, k)
     silent = voted + (0.0 if labeled is None else lab_mass[:, 1:].sum(axis=(1, 2))) == 0

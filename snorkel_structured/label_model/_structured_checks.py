@@ -14,6 +14,7 @@ from snorkel_structured._persistence import (
     state_int,
 )
 from snorkel_structured._validation import (
+    check_distribution,
     check_gold_labels,
     check_label_matrix,
     check_scalar,
@@ -256,17 +257,12 @@ class StructuredChecks:
         if class_balance is not None:
             p = np.asarray(class_balance, dtype=np.float64)
             check_class_balance(self.space, p)  # Snorkel's refusals (Discrete only)
-            if (
-                p.shape != (r,)
-                or not np.isfinite(p).all()
-                or (p < 0).any()
-                or p.sum() <= 0
-            ):
-                raise ValueError(
-                    f"class_balance must be {r} non-negative numbers (one per label of the "
-                    f"space) with a positive sum; got shape {p.shape}."
-                )
-            return p / p.sum()
+            return check_distribution(
+                p,
+                r,
+                f"class_balance must be {r} non-negative numbers (one per label of the "
+                f"space) with a positive sum; got shape {p.shape}.",
+            )
         if Y_dev is not None:
             y = self._check_gold(Y_dev, "Y_dev")
             check_dev_classes(self.space, y)  # Snorkel's refusal (Discrete only)
