@@ -30,8 +30,6 @@ from snorkel_structured.estimators.dependencies._api import (
 )
 from snorkel_structured.estimators.dependencies._calibration import holm
 from snorkel_structured.estimators.dependencies._finite import pairs
-from snorkel_structured.estimators.em import support_log_table
-from snorkel_structured.spaces.finite import DENSE_MAX_LABELS
 
 __all__ = [
     "agreement_expectations",
@@ -68,33 +66,14 @@ def null_model_tables(
     """
     T = np.asarray(label_model.support_, dtype=np.int64)
     prior = np.asarray(label_model.prior_, dtype=np.float64)[T]
-    r = len(space)
     abstain = np.asarray(label_model.abstain_, dtype=np.float64)[:, T]
-    tables = getattr(label_model, "noise_model_", {}).get("theta") == "confusion"
-    if (
-        hasattr(label_model, "noise_power_")
-        and hasattr(label_model, "theta_")
-        and not tables
-    ):
-        # The model's own noise family (power, outlier component, label-dependent
-        # theta), computed on the support's columns only: get_conditional_probs()
-        # would need the (r, r) table, refused above 2,048 labels.
-        eps = np.asarray(getattr(label_model, "outlier_rate_", np.zeros(1)))
-        use_eps = bool(np.any(eps > 0))
-        log_h = None
-        if use_eps:
-            with np.errstate(divide="ignore"):
-                log_h = np.log(np.asarray(label_model.outlier_dist_, dtype=np.float64))
-        table = support_log_table(
-            space if r > DENSE_MAX_LABELS else space.squared_distance_matrix,
-            label_model.theta_,
-            T,
-            power=float(label_model.noise_power_),
-            eps=eps if use_eps else None,
-            log_h=log_h,
-        )
-        log_vote = table[:, 1:, :]
-    else:  # Snorkel's table (n_lfs, r + 1, r), abstain first; or Dawid and Skene's
+    post = getattr(label_model, "_posterior", None)
+    if post is not None:
+        # The fitted posterior's own tables over the support (whatever the noise model:
+        # the distance family, its outliers, or Dawid and Skene's tables); never the
+        # (r, r) table, refused above 2,048 labels.
+        log_vote = np.asarray(post.table, dtype=np.float64)[:, 1:, :]
+    else:  # Snorkel's table (n_lfs, r + 1, r), abstain first
         cp = np.asarray(label_model.get_conditional_probs(), dtype=np.float64)[:, :, T]
         with np.errstate(divide="ignore"):
             log_vote = np.log(cp[:, 1:, :]) - np.log1p(-cp[:, :1, :])
