@@ -144,8 +144,8 @@ class StructuredChecks:
         r = len(self.space)
         if self.n_components is not None:
             check_scalar(self.n_components, "n_components", kind="int", low=1, high=r)
-        for name in ("label_dependent", "abstain_dependent"):
-            value = getattr(self, name)
+        for name in ("label_dependent", "confusion", "abstain_dependent"):
+            value = getattr(self, name, "auto")  # confusion: pickles before it
             if not isinstance(value, (bool, np.bool_)) and value != "auto":
                 raise TypeError(f"{name} must be True, False or 'auto'; got {value!r}.")
             if value is True and self.estimator != "mle":
@@ -153,12 +153,11 @@ class StructuredChecks:
                     f"{name}=True needs estimator='mle'; got estimator={self.estimator!r}."
                 )
         confusion = getattr(self, "confusion", "auto")
-        if not isinstance(confusion, (bool, np.bool_)) and confusion != "auto":
-            raise TypeError(
-                f"confusion must be True, False or 'auto'; got {confusion!r}."
-            )
-        asked = not isinstance(confusion, str) and bool(confusion)
-        if asked and not self._confusion_applies():
+        if (
+            not isinstance(confusion, str)
+            and confusion
+            and not self._confusion_applies()
+        ):
             raise ValueError(
                 "confusion=True needs a Discrete space, estimator='mle', "
                 "n_components=None and label_dependent, abstain_dependent, "
