@@ -122,7 +122,7 @@ def test_a_constant_lf_changes_no_answer():
     assert (pa.argmax(axis=1) == pb.argmax(axis=1)).mean() > 0.995
 
 
-def test_save_and_load_keep_theright_mostly_tables(fitted, tmp_path):
+def test_save_and_load_keep_the_tables(fitted, tmp_path):
     lm, L, *_ = fitted
     lm.save(tmp_path / "lm.pkl")
     back = ss.StructuredLabelModel(ss.Discrete(3)).load(tmp_path / "lm.pkl")
