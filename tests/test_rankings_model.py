@@ -678,6 +678,55 @@ def test_position_model_learns_that_far_apart_pairs_are_reliable():
         pos.predict(pairwise_votes(V[:5]), pairwise=True)
 
 
+@pytest.mark.parametrize("n_items", [2, 7, 12])
+def test_gap_cells_count_and_weigh_every_vote_by_its_gap(n_items):
+    """GapCells against loops over the votes: a vote agrees when its pair sign is
+    the ordering's; its cell is its LF and its gap in the list (positions apart,
+    minus 1); its weight is its LF's clip(intercept + slope x, 0, max)."""
+    from snorkel_structured.rankings import vote_positions
+    from snorkel_structured.rankings.estimate import (
+        POSITION_WEIGHT_MAX,
+        GapCells,
+        gap_features,
+        pair_signs,
+    )
+
+    rng = np.random.default_rng(n_items)
+    space = ss.Rankings(n_items)
+    Y = space.random_point(40, seed=1)
+    V = np.stack(
+        [sample_mallows(Y, 0.5, k=k, seed=a) for a, k in enumerate((n_items, 1, 2))],
+        axis=1,
+    )
+    V[rng.random(V.shape[:2]) < 0.2] = -1  # abstains
+    S, pos = pairwise_votes(V), vote_positions(V)
+    St = S.transpose(0, 2, 1).reshape(-1, 3).astype(np.float32)
+    cells = GapCells(St, gap_features(pos).transpose(0, 2, 1).reshape(-1, 3), n_items)
+    orderings = space.random_point(40, seed=2)
+    signs = pair_signs(orderings)
+    agree = np.zeros((3, n_items - 1))
+    total = np.zeros((3, n_items - 1))
+    for r, a, (p, (i, j)) in itertools.product(
+        range(40), range(3), enumerate(itertools.combinations(range(n_items), 2))
+    ):
+        if S[r, a, p] != 0:
+            gap = abs(int(pos[r, a, j]) - int(pos[r, a, i])) - 1
+            total[a, gap] += 1
+            agree[a, gap] += S[r, a, p] == signs[r, p]
+    np.testing.assert_array_equal(cells.total, total)
+    np.testing.assert_array_equal(cells.agreements(signs.ravel()), agree)
+    np.testing.assert_allclose(cells.levels, np.arange(n_items - 1) / (n_items - 1))
+    intercept, slope = np.array([-0.5, 1.0, 30.0]), np.array([2.0, -3.0, 10.0])
+    w = cells.weights(intercept, slope).reshape(40, -1, 3)
+    for r, a, (p, (i, j)) in itertools.product(
+        range(40), range(3), enumerate(itertools.combinations(range(n_items), 2))
+    ):
+        if S[r, a, p] != 0:
+            x = (abs(int(pos[r, a, j]) - int(pos[r, a, i])) - 1) / (n_items - 1)
+            want = min(max(intercept[a] + slope[a] * x, 0.0), POSITION_WEIGHT_MAX)
+            assert w[r, p, a] == pytest.approx(want, rel=1e-6, abs=1e-6)
+
+
 @pytest.mark.parametrize("near_separable", [False, True])
 def test_gap_curve_fit_maximizes_its_penalized_likelihood(near_separable):
     """Against scipy's minimizer on the objective the docstring states. Near

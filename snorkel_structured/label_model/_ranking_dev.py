@@ -33,9 +33,8 @@ from snorkel_structured.label_model._dev_choice import (
 from snorkel_structured.label_model._ranking_votes import PairVotes
 from snorkel_structured.rankings._votes import check_orderings, kendall_tau_distance
 from snorkel_structured.rankings.estimate import (
+    GapCells,
     fit_gap_curves,
-    gap_cells,
-    gap_counts,
     gap_features,
     k_histogram,
     pair_signs,
@@ -85,13 +84,13 @@ def _dev_params(
     t = pair_signs(Y)
     if noise != "position":
         return _dev_theta(S, k, t, noise, n_items), np.zeros(m)
-    levels, cell = gap_cells(
-        gap_features(pos).transpose(0, 2, 1).reshape(-1, m), n_items
+    cells = GapCells(
+        S.transpose(0, 2, 1).reshape(-1, m).astype(np.float32),
+        gap_features(pos).transpose(0, 2, 1).reshape(-1, m),
+        n_items,
     )
-    votes_t = S.transpose(0, 2, 1).reshape(-1, m)
-    hit = gap_counts(cell, votes_t * t.reshape(-1, 1) > 0, n_items)
-    total = gap_counts(cell, votes_t != 0, n_items)
-    return fit_gap_curves(levels, hit, total, np.zeros(m), np.zeros(m))
+    hit = cells.agreements(t.reshape(-1))
+    return fit_gap_curves(cells.levels, hit, cells.total, np.zeros(m), np.zeros(m))
 
 
 def choose_on_dev(

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from scipy import sparse
 from scipy.special import expit
 
 from snorkel_structured._validation import check_seed
@@ -56,8 +57,8 @@ __all__ = [
     "estimate_position_weights",
     "estimate_theta",
     "fit_gap_curves",
+    "GapCells",
     "gap_cells",
-    "gap_counts",
     "gap_features",
     "k_histogram",
     "logistic_fit",
@@ -518,12 +519,54 @@ def gap_cells(x: np.ndarray, n_items: int) -> tuple[np.ndarray, np.ndarray]:
     return levels, (level + n_lev * np.arange(x.shape[1], dtype=np.int32)).ravel()
 
 
-def gap_counts(cell: np.ndarray, mask: np.ndarray, n_items: int) -> np.ndarray:
-    """(n_lfs, n_items - 1) number of instances where ``mask`` (n_instances, n_lfs)
-    holds, per (LF, gap) cell of :func:`gap_cells`."""
-    n_lfs, n_lev = mask.shape[1], n_items - 1
-    counts = np.bincount(cell, weights=mask.ravel(), minlength=n_lfs * n_lev)
-    return counts.reshape(n_lfs, n_lev)
+class GapCells:
+    """Votes on (row, pair) instances, grouped by (LF, gap level) cell.
+
+    The EM counts, at every sweep, how often each LF agrees with the sampled
+    orderings at each gap, and weighs every vote by its LF's curve at its gap. Both
+    only need each vote's cell, so they are computed once here: the counts as one
+    sparse product with the orderings' pair signs, the weights as a lookup in a
+    table of (LF, gap) weights.
+
+    Parameters
+    ----------
+    St : ndarray of float32 of shape (n_instances, n_lfs)
+        Each LF's pair sign (+1, -1, 0 = not ordered) on each instance.
+    x : ndarray of float32 of shape (n_instances, n_lfs)
+        :func:`gap_features` on the same instances.
+    n_items : int
+    """
+
+    def __init__(self, St: np.ndarray, x: np.ndarray, n_items: int) -> None:
+        n_inst, m = St.shape
+        n_lev = n_items - 1
+        self.levels, self.cell = gap_cells(x, n_items)
+        self.shape = (m, n_lev)
+        signs = St.ravel()
+        voted = signs != 0
+        self.total = np.bincount(self.cell[voted], minlength=m * n_lev)
+        self.total = self.total.reshape(self.shape).astype(np.float64)
+        instance = np.repeat(np.arange(n_inst, dtype=np.int32), m)
+        self._signed = sparse.csr_matrix(
+            (signs[voted], (self.cell[voted], instance[voted])),
+            shape=(m * n_lev, n_inst),
+            # Sums of n_instances terms +-1 are exact in float32 below 2^24.
+            dtype=np.float32 if n_inst < _F32_EXACT else np.float64,
+        )
+        # The normalized gaps exactly as gap_features computes them (float32).
+        self._x = (np.arange(1, n_items, dtype=np.float32) - 1) / max(n_items - 1, 1)
+
+    def agreements(self, signs: np.ndarray) -> np.ndarray:
+        """(n_lfs, n_items - 1) votes that agree with ``signs`` (n_instances,), the
+        pair signs of the orderings (:func:`pair_signs`), per (LF, gap) cell."""
+        net = self._signed @ np.asarray(signs, dtype=self._signed.dtype)
+        return (self.total + net.reshape(self.shape)) / 2
+
+    def weights(self, intercept: np.ndarray, slope: np.ndarray) -> np.ndarray:
+        """(n_instances, n_lfs) :func:`position_weights` of every vote at its gap
+        (any value where the LF does not order the pair)."""
+        table = position_weights(self._x[:, None], intercept, slope).T
+        return table.ravel()[self.cell].reshape(-1, self.shape[0])
 
 
 def fit_gap_curves(
@@ -579,14 +622,12 @@ def estimate_position_weights(
     S, pos = stats.sample_S[:rows], stats.sample_pos[:rows]
     scale = np.ones(m) if scale is None else np.asarray(scale, dtype=np.float64)
     St = np.ascontiguousarray(S.transpose(0, 2, 1), dtype=np.float32).reshape(-1, m)
-    x = gap_features(pos).transpose(0, 2, 1).reshape(-1, m)
-    levels, cell = gap_cells(x, n_items)
-    total = gap_counts(cell, St != 0, n_items)
+    cells = GapCells(St, gap_features(pos).transpose(0, 2, 1).reshape(-1, m), n_items)
     alpha = np.asarray(theta_init, dtype=np.float64).copy()
     beta = np.zeros(m)
 
     def margins() -> np.ndarray:
-        w = position_weights(x, alpha * scale, beta * scale)
+        w = cells.weights(alpha * scale, beta * scale)
         w *= St
         return w.sum(axis=1).reshape(-1, n_p)
 
@@ -598,9 +639,9 @@ def estimate_position_weights(
         agree = np.zeros((m, n_items - 1))
         for _ in range(sweeps_per_iter):
             gibbs_sweeps(g, Y, 1, rng)
-            agree += gap_counts(cell, St * pair_signs(Y).reshape(-1, 1) > 0, n_items)
+            agree += cells.agreements(pair_signs(Y).reshape(-1))
         alpha, beta = fit_gap_curves(
-            levels, agree / sweeps_per_iter, total, alpha, beta
+            cells.levels, agree / sweeps_per_iter, cells.total, alpha, beta
         )
         history.append(np.concatenate([alpha, beta]))
     tail = np.array(history[len(history) // 2 :]).mean(axis=0)
