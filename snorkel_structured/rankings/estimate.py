@@ -52,12 +52,12 @@ from snorkel_structured.rankings.mallows import (
 )
 
 __all__ = [
+    "GapCells",
     "NOISE_MODELS",
     "RankingStats",
     "estimate_position_weights",
     "estimate_theta",
     "fit_gap_curves",
-    "GapCells",
     "gap_cells",
     "gap_features",
     "k_histogram",
@@ -544,8 +544,9 @@ class GapCells:
         self.shape = (m, n_lev)
         signs = St.ravel()
         voted = signs != 0
-        self.total = np.bincount(self.cell[voted], minlength=m * n_lev)
-        self.total = self.total.reshape(self.shape).astype(np.float64)
+        self.total = np.bincount(self.cell[voted], minlength=m * n_lev).reshape(
+            self.shape
+        )
         instance = np.repeat(np.arange(n_inst, dtype=np.int32), m)
         self._signed = sparse.csr_matrix(
             (signs[voted], (self.cell[voted], instance[voted])),
