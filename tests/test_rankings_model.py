@@ -637,6 +637,47 @@ def test_dev_choice_needs_a_margin():
     assert scores.loc["label model", "se_vs_label_model"] == 0.0
 
 
+def test_dev_weights_count_a_shared_source_once():
+    """Three copies of one LF: weights fitted on labeled rows measure each copy's own
+    accuracy, so the copied source would count three times. 'dev weights, sources
+    once' multiplies them by source_share_ (1/3 each here), as the unsupervised
+    weights are, and wins; it is offered only when the model groups some LFs."""
+    space = ss.Rankings(8)
+    Y = space.random_point(2200, seed=3)
+    copy = sample_mallows(Y, 0.4, k=8, seed=10)
+    others = [sample_mallows(Y, t, k=8, seed=a) for a, t in enumerate((0.9, 0.5, 0.5))]
+    V = np.stack([copy, copy, copy, *others], axis=1)
+    V_dev, Y_dev = V[2000:], Y[2000:]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdentifiabilityWarning)
+        lm = ss.RankingLabelModel(space, noise="pairwise", seed=0).fit(
+            V[:2000], V_dev=V_dev, Y_dev=Y_dev
+        )
+    np.testing.assert_allclose(lm.source_share_, [1 / 3] * 3 + [1] * 3, atol=0.02)
+    scores = lm.dev_scores_["score"]
+    assert scores["dev weights, sources once"] < scores["dev weights"] - 0.02
+    assert lm.choice_ == "dev weights, sources once"
+    # Each LF's pairwise theta from the labeled rows, written from its definition:
+    # log((1 - eps) / eps), eps its add-half rate of pairs ordered against the truth.
+    wrong = np.zeros(6)
+    for r, a, (i, j) in itertools.product(
+        range(len(Y_dev)), range(6), itertools.combinations(range(8), 2)
+    ):
+        pos, truth = list(V_dev[r, a]), list(Y_dev[r])
+        wrong[a] += (pos.index(i) < pos.index(j)) != (truth.index(i) < truth.index(j))
+    eps = (wrong + 0.5) / (len(Y_dev) * 28 + 1)
+    np.testing.assert_allclose(  # the dev path sums float32 votes
+        lm.theta_, np.log((1 - eps) / eps) * lm.source_share_, rtol=1e-6
+    )
+    np.testing.assert_array_equal(lm.gap_slope_, 0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdentifiabilityWarning)
+        alone = ss.RankingLabelModel(space, noise="pairwise", dependencies=None).fit(
+            V[:2000], V_dev=V_dev, Y_dev=Y_dev
+        )
+    assert "dev weights, sources once" not in alone.dev_scores_.index
+
+
 def _score_votes(n_rows, n, noise_sd, k, seed):
     """LFs that sort items by the truth's score plus Gaussian noise (top-k lists)."""
     rng = np.random.default_rng(seed)

@@ -8,7 +8,11 @@ keeps ``predict``, ``predict_proba`` and the loss weights consistent:
 - ``LF <a> first``: LF a's weight, the others at ``SINGLE_LF_TIE_WEIGHT`` of it (they
   only order what LF a leaves unordered);
 - ``dev weights``: each LF's maximum-likelihood weights from the labeled rows,
-  scored by ``DEV_FOLDS``-fold cross-validation (fitted on the other folds).
+  scored by ``DEV_FOLDS``-fold cross-validation (fitted on the other folds);
+- ``dev weights, sources once``: the same weights times each LF's share of the source
+  its group shares (``source_share_``), as the unsupervised weights are; only when
+  the model groups some LFs. Each LF's weight measures its own accuracy, so LFs that
+  copy one source would otherwise count once per copy.
 
 Each candidate is scored by its mean normalized Kendall distance on the labeled rows.
 The best replaces the unsupervised model only when it beats it by more than
@@ -98,6 +102,7 @@ def choose_on_dev(
     Y_dev: Any,
     *,
     unsupervised: tuple[np.ndarray, np.ndarray],
+    share: np.ndarray,
     decode: Decoder,
     noise: str,
     n_items: int,
@@ -113,6 +118,8 @@ def choose_on_dev(
         Their true orderings.
     unsupervised : (theta, gap slope)
         The unsupervised estimates, each of shape (n_lfs,).
+    share : ndarray of shape (n_lfs,)
+        Each LF's share of the source its group shares (1 alone).
     decode : callable
         ``decode(votes, theta, gap_slope)``: the weighted Kemeny orderings.
     noise : str
@@ -157,14 +164,21 @@ def choose_on_dev(
         for name, params in candidates.items()
     }
     # Weights from the labeled rows: scored on held-out folds only.
+    scales = {"dev weights": np.ones(m)}
+    if np.any(share < 1):
+        scales["dev weights, sources once"] = np.asarray(share, dtype=np.float64)
     folds = check_seed(seed).permutation(n_dev) % min(DEV_FOLDS, n_dev)
-    cv = np.empty(n_dev)
+    cv = {name: np.empty(n_dev) for name in scales}
     for f in np.unique(folds):
         held = folds == f
-        params = _dev_params(votes.take(~held), Y[~held], noise, n_items)
-        cv[held] = kendall_tau_distance(decode(votes.take(held), *params), Y[held])
-    errors["dev weights"] = cv
-    candidates["dev weights"] = dev_params
+        theta, slope = _dev_params(votes.take(~held), Y[~held], noise, n_items)
+        for name, c in scales.items():
+            cv[name][held] = kendall_tau_distance(
+                decode(votes.take(held), theta * c, slope * c), Y[held]
+            )
+    for name, c in scales.items():
+        errors[name] = cv[name]
+        candidates[name] = (dev_params[0] * c, dev_params[1] * c)
     base = errors["label model"]
     se = {c: paired_se(e - base) if n_dev > 1 else np.inf for c, e in errors.items()}
     scores = pd.DataFrame(

@@ -183,7 +183,10 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
     n_iter_ : int
     stats_ : RankingStats
     choice_ : str
-        ``"label model"`` without dev rows; else the dev-row choice.
+        ``"label model"`` without dev rows; else the dev-row choice: ``"label
+        model"``, ``"equal weights"``, ``"LF <a> first"``, ``"dev weights"`` (each
+        LF's weights fitted on the dev rows) or ``"dev weights, sources once"``
+        (those times ``source_share_``, offered when some LFs share a source).
     dev_pair_accuracy_ : float or None
         With dev rows: the fraction of their pairs (those some LF orders) that the
         chosen weights' rankings order rightly (the ``q`` of :meth:`loss_weights`).
@@ -549,6 +552,7 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
             self._pairwise(V_dev, self._pairwise_input, "V_dev"),
             Y_dev,
             unsupervised=(self.theta_unsupervised_, self.gap_slope_unsupervised_),
+            share=self.source_share_,
             decode=self._decode,
             noise=self.noise_,
             n_items=self.space.n_items,
