@@ -40,17 +40,25 @@ class NoiseAwareMethods:
         NoiseMatrix
         """
         check_is_fitted(self, "theta_")
+        return self._noise_matrix(
+            self._family(),
+            rule=rule,
+            support=support,
+            min_prior=min_prior,
+            seed=seed,
+            **options,
+        )
+
+    def _noise_matrix(self, family: dict[str, Any], **options: Any) -> NoiseMatrix:
+        """:meth:`noise_matrix` with the fitted family already built (its full tables
+        are an (n_lfs, r, r) array: :meth:`loss_weights` builds them once for both)."""
         return noise_matrix(
             self.space,
             self.theta_,
             self.prior_,
             abstain=np.minimum(1.0 - self.coverage_, 1.0 - 1e-9),
-            rule=rule,
-            support=support,
-            min_prior=min_prior,
-            seed=seed,
             posterior=self._log_posterior_of,
-            **self._family(),
+            **family,
             **options,
         )
 
@@ -104,9 +112,15 @@ class NoiseAwareMethods:
         """
         check_is_fitted(self, "theta_")
         q_rng, z_rng = check_seed(seed).spawn(2)  # independent streams for Q and draws
+        family = self._family()
         if noise is None:
-            noise = self.noise_matrix(
-                rule=rule, support=support, min_prior=min_prior, seed=q_rng, **options
+            noise = self._noise_matrix(
+                family,
+                rule=rule,
+                support=support,
+                min_prior=min_prior,
+                seed=q_rng,
+                **options,
             )
         return loss_weights(
             L,
@@ -117,5 +131,5 @@ class NoiseAwareMethods:
             index=index,
             seed=z_rng,
             posterior=self._log_posterior_of,
-            **self._family(),
+            **family,
         )
