@@ -40,3 +40,17 @@ def median_time(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
         out = fn()
         times.append(time.perf_counter() - t0)
     return float(np.median(times)), out
+
+
+def dawid_skene_fit(L: np.ndarray, k: int) -> Callable[[np.ndarray], np.ndarray]:
+    """``estimators.dawid_skene_estimate`` on the label matrix ``L`` over ``k``
+    classes (counting included); returns its MAP rule (ties to the lowest class)."""
+    from snorkel_structured.estimators import VoteStats, dawid_skene_estimate
+
+    posterior = dawid_skene_estimate(VoteStats.from_label_matrix(L, k)).posterior()
+
+    def predict(L_new: np.ndarray) -> np.ndarray:
+        logp, inverse = posterior.log_proba(L_new)
+        return logp.argmax(axis=1)[inverse]
+
+    return predict

@@ -41,7 +41,7 @@ import numpy as np
 import snorkel_structured as ss
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import environment, log, median_time  # noqa: E402
+from _common import dawid_skene_fit, environment, log, median_time  # noqa: E402
 
 
 def quiet(fn: Callable[[], Any]) -> Callable[[], Any]:
@@ -136,7 +136,7 @@ def section_snorkel(cards: list[int], repeats: int, table: list[dict]) -> None:
             },
             table,
         )
-        t_ds, ds = median_time(lambda L=L, k=k: _dawid_skene_fit(L, k), repeats)
+        t_ds, ds = median_time(lambda L=L, k=k: dawid_skene_fit(L, k), repeats)
         emit(
             {
                 "row": f"Discrete({k}), Dawid-Skene estimator, counting included",
@@ -148,20 +148,6 @@ def section_snorkel(cards: list[int], repeats: int, table: list[dict]) -> None:
             },
             table,
         )
-
-
-def _dawid_skene_fit(L: np.ndarray, k: int) -> Callable[[np.ndarray], np.ndarray]:
-    """``estimators.dawid_skene_estimate`` from the label matrix; returns its MAP
-    rule (ties to the lowest class)."""
-    from snorkel_structured.estimators import VoteStats, dawid_skene_estimate
-
-    posterior = dawid_skene_estimate(VoteStats.from_label_matrix(L, k)).posterior()
-
-    def predict(L_new: np.ndarray) -> np.ndarray:
-        logp, inverse = posterior.log_proba(L_new)
-        return logp.argmax(axis=1)[inverse]
-
-    return predict
 
 
 def _timed_parts(

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from _common import log
+from _common import dawid_skene_fit, log
 from sklearn import datasets as skd
 
 import snorkel_structured as ss
@@ -72,14 +72,6 @@ def _snorkel_predict(L_train: np.ndarray, L_test: np.ndarray, k: int, seed: int)
     lm = LabelModel(cardinality=k, verbose=False)
     lm.fit(L_train, n_epochs=500, seed=seed, progress_bar=False)
     return lm.predict(L_test, tie_break_policy="random")
-
-
-def _dawid_skene_predict(L_train: np.ndarray, L_test: np.ndarray, k: int):
-    from snorkel_structured.estimators import VoteStats, dawid_skene_estimate
-
-    est = dawid_skene_estimate(VoteStats.from_label_matrix(L_train, k))
-    logp, inverse = est.posterior().log_proba(L_test)
-    return logp.argmax(axis=1)[inverse]
 
 
 def _median_row(name: str, runs: list[dict]) -> dict:
@@ -164,7 +156,7 @@ def _class_scores(L_tr, L_te, y_te, k, seed, y_tr) -> dict:
         "label model": acc(pred),
         "label model + 100 dev rows": acc(lm_dev.predict(L_te)),
         "Snorkel LabelModel": acc(_snorkel_predict(L_tr, L_te, k, seed)),
-        "Dawid-Skene estimator": acc(_dawid_skene_predict(L_tr, L_te, k)),
+        "Dawid-Skene estimator": acc(dawid_skene_fit(L_tr, k)(L_te)),
         "majority vote": acc(ag.majority_vote(L_te, k)),
         "best single LF": max(acc(L_te[:, j]) for j in range(L_te.shape[1])),
         "classes predicted": float(np.unique(pred[pred >= 0]).size),
