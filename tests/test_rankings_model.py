@@ -123,7 +123,7 @@ def test_label_model_recovers_mallows_theta():
     )
     # Accuracy as with the true theta (weighted Kemeny), better than equal weights.
     d_model = kendall_tau_distance(lm.predict(V[:500]), Y[:500]).mean()
-    oracle = ss.RankingLabelModel(ss.Rankings(14)).fit(V)
+    oracle = ss.RankingLabelModel(ss.Rankings(14), noise="mallows").fit(V)
     oracle.theta_ = thetas
     d_true = kendall_tau_distance(oracle.predict(V[:500]), Y[:500]).mean()
     oracle.theta_ = np.ones(4)
@@ -723,7 +723,8 @@ def test_position_model_learns_that_far_apart_pairs_are_reliable():
 def test_gap_cells_count_and_weigh_every_vote_by_its_gap(n_items):
     """GapCells against loops over the votes: a vote agrees when its pair sign is
     the ordering's; its cell is its LF and its gap in the list (positions apart,
-    minus 1); its weight is its LF's clip(intercept + slope x, 0, max)."""
+    minus 1, in half steps), an item a top-k list leaves out sitting at (k + n - 1)
+    / 2; its weight is its LF's clip(intercept + slope x, 0, max)."""
     from snorkel_structured.rankings import vote_positions
     from snorkel_structured.rankings.estimate import (
         POSITION_WEIGHT_MAX,
@@ -740,32 +741,77 @@ def test_gap_cells_count_and_weigh_every_vote_by_its_gap(n_items):
         axis=1,
     )
     V[rng.random(V.shape[:2]) < 0.2] = -1  # abstains
-    S, pos = pairwise_votes(V), vote_positions(V)
+    S = pairwise_votes(V)
     St = S.transpose(0, 2, 1).reshape(-1, 3).astype(np.float32)
-    cells = GapCells(St, gap_features(pos).transpose(0, 2, 1).reshape(-1, 3), n_items)
+    x = gap_features(vote_positions(V))
+    cells = GapCells(St, x.transpose(0, 2, 1).reshape(-1, 3), n_items)
     orderings = space.random_point(40, seed=2)
     signs = pair_signs(orderings)
-    agree = np.zeros((3, n_items - 1))
-    total = np.zeros((3, n_items - 1))
-    for r, a, (p, (i, j)) in itertools.product(
-        range(40), range(3), enumerate(itertools.combinations(range(n_items), 2))
-    ):
-        if S[r, a, p] != 0:
-            gap = abs(int(pos[r, a, j]) - int(pos[r, a, i])) - 1
-            total[a, gap] += 1
-            agree[a, gap] += S[r, a, p] == signs[r, p]
-    np.testing.assert_array_equal(cells.total, total)
-    np.testing.assert_array_equal(cells.agreements(signs.ravel()), agree)
-    np.testing.assert_allclose(cells.levels, np.arange(n_items - 1) / (n_items - 1))
+
+    def position(r, a, item):
+        listed = [int(v) for v in V[r, a] if v >= 0]
+        k = len(listed)
+        return listed.index(item) if item in listed else (k + n_items - 1) / 2
+
+    n_levels = max(2 * n_items - 3, 1)
+    agree, total = np.zeros((3, n_levels)), np.zeros((3, n_levels))
     intercept, slope = np.array([-0.5, 1.0, 30.0]), np.array([2.0, -3.0, 10.0])
     w = cells.weights(intercept, slope).reshape(40, -1, 3)
     for r, a, (p, (i, j)) in itertools.product(
         range(40), range(3), enumerate(itertools.combinations(range(n_items), 2))
     ):
         if S[r, a, p] != 0:
-            x = (abs(int(pos[r, a, j]) - int(pos[r, a, i])) - 1) / (n_items - 1)
-            want = min(max(intercept[a] + slope[a] * x, 0.0), POSITION_WEIGHT_MAX)
+            gap = abs(position(r, a, j) - position(r, a, i))
+            level = round(2 * (gap - 1))
+            total[a, level] += 1
+            agree[a, level] += S[r, a, p] == signs[r, p]
+            x_want = (gap - 1) / (n_items - 1)
+            assert x[r, a, p] == pytest.approx(x_want, abs=1e-6)
+            want = min(max(intercept[a] + slope[a] * x_want, 0.0), POSITION_WEIGHT_MAX)
             assert w[r, p, a] == pytest.approx(want, rel=1e-6, abs=1e-6)
+    np.testing.assert_array_equal(cells.total, total)
+    np.testing.assert_array_equal(cells.agreements(signs.ravel()), agree)
+    np.testing.assert_allclose(
+        cells.levels, np.arange(n_levels) / (2 * max(n_items - 1, 1))
+    )
+    # Half steps occur: a top-1 list's item against the n - 1 it leaves out.
+    if n_items > 2:
+        assert total[:, 1::2].sum() > 0
+
+
+def test_weights_that_grow_with_the_gap_decode_to_the_borda_count():
+    """A weight equal to the pair's gap in the vote (theta = c, slope = c (n - 1))
+    makes each pair's margin the difference of the two items' Borda points, an
+    unlisted item getting the mean of the points a top-k list leaves
+    (:func:`~snorkel_structured.rankings.fusion.borda`'s rule): the weighted Kemeny
+    ranking is then the Borda count's, wherever its totals do not tie."""
+    from snorkel_structured.rankings.fusion import borda
+
+    n, m = 9, 5
+    Y = ss.Rankings(n).random_point(300, seed=4)
+    V = np.stack(
+        [sample_mallows(Y, 0.3, k=k, seed=a) for a, k in enumerate((n, 6, 3, 1, 8))],
+        axis=1,
+    )
+    V[np.random.default_rng(5).random(V.shape[:2]) < 0.2] = -1  # abstains
+    lm = ss.RankingLabelModel(ss.Rankings(n), seed=0).fit(V)
+    assert lm.noise_ == "position"
+    c = 0.01
+    lm.theta_, lm.gap_slope_ = np.full(m, c), np.full(m, c * (n - 1))
+    # Borda totals by hand; rows where two items tie are left out.
+    points = np.zeros((V.shape[0], n))
+    for r, a in itertools.product(range(V.shape[0]), range(m)):
+        listed = [int(v) for v in V[r, a] if v >= 0]
+        if listed:
+            rest = (n - 1 - len(listed)) / 2
+            points[r] += [
+                n - 1 - listed.index(i) if i in listed else rest for i in range(n)
+            ]
+    distinct = np.array([np.unique(row).size == n for row in points])
+    assert distinct.sum() > 50
+    want = np.argsort(-points, axis=1, kind="stable")
+    np.testing.assert_array_equal(lm.predict(V)[distinct], want[distinct])
+    np.testing.assert_array_equal(borda(V)[distinct], want[distinct])
 
 
 @pytest.mark.parametrize("near_separable", [False, True])

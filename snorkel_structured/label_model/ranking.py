@@ -111,9 +111,11 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
 
         - ``"position"``: each pair an LF orders is right with probability
           ``expit(w)``, ``w = theta_a + gap_slope_a x``, x the pair's gap in the
-          LF's list scaled to [0, 1] (0 for neighbours): items a list puts far apart
-          are ordered more reliably than neighbours, as with LFs that sort by a
-          noisy score. List votes only.
+          LF's list scaled to [0, 1] (0 for neighbours; an item a top-k list leaves
+          out sits at the middle of the positions it leaves, as in Borda's count,
+          see :func:`~snorkel_structured.rankings.estimate.gap_features`): items a
+          list puts far apart are ordered more reliably than neighbours, as with LFs
+          that sort by a noisy score. List votes only.
         - ``"mallows"``: each vote is a top-k Mallows draw, ``w_ap = theta_a`` for
           every pair (the exact likelihood when the LFs are Mallows; ``theta_`` is
           then the Mallows dispersion). List votes only.

@@ -432,13 +432,25 @@ POSITION_SAMPLE_PAIRS = 1_000_000
 def gap_features(pos: np.ndarray) -> np.ndarray:
     """(rows, LFs, pairs) ``(gap - 1) / (n_items - 1)``, gap = |pos_j - pos_i|, float32.
 
-    0 for neighbours in the vote, 1 for its first and last items; pairs the vote
-    does not order get a negative value (their sign is 0 anyway).
+    ``pos`` is :func:`~snorkel_structured.rankings.vote_positions`, where the items a
+    top-k vote leaves out share the position k. Here they sit at the middle of the
+    positions ``k .. n_items - 1`` they leave, ``(k + n_items - 1) / 2``: where an
+    unlisted item falls in the LF's full ordering, knowing only that it is below the
+    list (Borda's count shares their points the same way). So a top-k vote's first
+    item is as far from an unlisted one as it is, on average, in a full list; at k
+    the list's last item would be a neighbour of all of them. Gaps are then
+    multiples of 1/2: x takes the ``2 n_items - 3`` values of :func:`gap_cells`. 0
+    for neighbours; pairs the vote does not order get a negative value (their sign
+    is 0 anyway).
     """
     n_items = pos.shape[-1]
     i, j = np.triu_indices(n_items, 1)
-    gap = np.abs(pos[..., j].astype(np.int16) - pos[..., i])
-    return (gap.astype(np.float32) - 1) / max(n_items - 1, 1)
+    twice = 2 * pos.astype(np.int16)
+    # Unlisted items are the ones at the vote's largest position when it is k < n.
+    k = pos.max(axis=-1, keepdims=True).astype(np.int16)
+    twice = np.where(twice == 2 * k, k + n_items - 1, twice)
+    gap = np.abs(twice[..., j] - twice[..., i])
+    return (gap.astype(np.float32) - 2) / (2 * max(n_items - 1, 1))
 
 
 def position_weights(
@@ -508,15 +520,20 @@ def gap_cells(x: np.ndarray, n_items: int) -> tuple[np.ndarray, np.ndarray]:
 
     Returns
     -------
-    levels : ndarray of shape (n_items - 1,)
-        The normalized gaps 0, 1/(n-1), ..., (n-2)/(n-1).
+    levels : ndarray of shape (2 n_items - 3,)
+        The normalized gaps in half steps: ``0, 1/(2(n-1)), ..., (n-2)/(n-1)``.
     cell : ndarray of int of shape (n_instances * n_lfs,)
-        ``a * (n_items - 1) + level``, so one bincount counts every LF at once.
+        ``a * (2 n_items - 3) + level``, so one bincount counts every LF at once.
     """
-    n_lev = n_items - 1
-    levels = np.arange(n_lev, dtype=np.float64) / max(n_lev, 1)
-    level = np.clip(np.rint(x * max(n_lev, 1)), 0, n_lev - 1).astype(np.int32)
+    n_lev, unit = _n_gap_levels(n_items), 2 * max(n_items - 1, 1)
+    levels = np.arange(n_lev, dtype=np.float64) / unit
+    level = np.clip(np.rint(x * unit), 0, n_lev - 1).astype(np.int32)
     return levels, (level + n_lev * np.arange(x.shape[1], dtype=np.int32)).ravel()
+
+
+def _n_gap_levels(n_items: int) -> int:
+    """Gaps 1, 1.5, ..., n_items - 1 (see :func:`gap_features`)."""
+    return max(2 * n_items - 3, 1)
 
 
 class GapCells:
@@ -539,7 +556,7 @@ class GapCells:
 
     def __init__(self, St: np.ndarray, x: np.ndarray, n_items: int) -> None:
         n_inst, m = St.shape
-        n_lev = n_items - 1
+        n_lev = _n_gap_levels(n_items)
         self.levels, self.cell = gap_cells(x, n_items)
         self.shape = (m, n_lev)
         signs = St.ravel()
@@ -555,10 +572,10 @@ class GapCells:
             dtype=np.float32 if n_inst < _F32_EXACT else np.float64,
         )
         # The normalized gaps exactly as gap_features computes them (float32).
-        self._x = (np.arange(1, n_items, dtype=np.float32) - 1) / max(n_items - 1, 1)
+        self._x = np.arange(n_lev, dtype=np.float32) / (2 * max(n_items - 1, 1))
 
     def agreements(self, signs: np.ndarray) -> np.ndarray:
-        """(n_lfs, n_items - 1) votes that agree with ``signs`` (n_instances,), the
+        """(n_lfs, 2 n_items - 3) votes that agree with ``signs`` (n_instances,), the
         pair signs of the orderings (:func:`pair_signs`), per (LF, gap) cell."""
         net = self._signed @ np.asarray(signs, dtype=self._signed.dtype)
         return (self.total + net.reshape(self.shape)) / 2
@@ -637,7 +654,7 @@ def estimate_position_weights(
     for it in range(max_iter):
         g = margins()
         gibbs_sweeps(g, Y, burn_in if it == 0 else _unmeasured_sweeps(n_items), rng)
-        agree = np.zeros((m, n_items - 1))
+        agree = np.zeros(cells.shape)
         for _ in range(sweeps_per_iter):
             gibbs_sweeps(g, Y, 1, rng)
             agree += cells.agreements(pair_signs(Y).reshape(-1))
