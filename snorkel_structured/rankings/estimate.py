@@ -445,9 +445,11 @@ def gap_features(pos: np.ndarray) -> np.ndarray:
     """
     n_items = pos.shape[-1]
     i, j = np.triu_indices(n_items, 1)
-    twice = 2 * pos.astype(np.int16)
+    # Doubled positions reach 2 (n_items - 1).
+    dtype = np.int16 if n_items < 2**14 else np.int32
+    twice = 2 * pos.astype(dtype)
     # Unlisted items are the ones at the vote's largest position when it is k < n.
-    k = pos.max(axis=-1, keepdims=True).astype(np.int16)
+    k = pos.max(axis=-1, keepdims=True).astype(dtype)
     twice = np.where(twice == 2 * k, k + n_items - 1, twice)
     gap = np.abs(twice[..., j] - twice[..., i])
     return (gap.astype(np.float32) - 2) / (2 * max(n_items - 1, 1))
