@@ -798,9 +798,18 @@ def test_weights_that_grow_with_the_gap_decode_to_the_borda_count():
     assert lm.noise_ == "position"
     c = 0.01
     lm.theta_, lm.gap_slope_ = np.full(m, c), np.full(m, c * (n - 1))
-    # Borda totals by hand; rows where two items tie are left out.
-    points = np.zeros((V.shape[0], n))
-    for r, a in itertools.product(range(V.shape[0]), range(m)):
+    want, distinct = _borda_by_hand(V)
+    assert distinct.sum() > 50
+    np.testing.assert_array_equal(lm.predict(V)[distinct], want[distinct])
+    np.testing.assert_array_equal(borda(V)[distinct], want[distinct])
+
+
+def _borda_by_hand(V):
+    """Borda orderings of a vote array by loops: n - 1 - p points at position p, the
+    items a list leaves out sharing the rest; and the rows without tied totals."""
+    n_rows, m, n = V.shape
+    points = np.zeros((n_rows, n))
+    for r, a in itertools.product(range(n_rows), range(m)):
         listed = [int(v) for v in V[r, a] if v >= 0]
         if listed:
             rest = (n - 1 - len(listed)) / 2
@@ -808,10 +817,38 @@ def test_weights_that_grow_with_the_gap_decode_to_the_borda_count():
                 n - 1 - listed.index(i) if i in listed else rest for i in range(n)
             ]
     distinct = np.array([np.unique(row).size == n for row in points])
+    return np.argsort(-points, axis=1, kind="stable"), distinct
+
+
+def test_dev_rows_can_choose_the_borda_count():
+    """A truth that sums the LFs' own scores (a consensus): the Borda count beats
+    the weights agreements give, and the labeled rows choose it; the model then
+    predicts the Borda orderings. Only the position model can express it."""
+    n, k = 10, (10, 10, 10, 4, 4)
+    rng = np.random.default_rng(0)
+    columns = rng.normal(size=(len(k), 2400, n))
+    Y = np.argsort(-columns.sum(axis=0), axis=1)
+    V = np.stack(
+        [
+            np.where(np.arange(n) < kk, np.argsort(-c, axis=1), -1)
+            for c, kk in zip(columns, k, strict=True)
+        ],
+        axis=1,
+    )
+    fit = dict(V_dev=V[2000:2200], Y_dev=Y[2000:2200])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdentifiabilityWarning)
+        lm = ss.RankingLabelModel(ss.Rankings(n), seed=0).fit(V[:2000], **fit)
+        mallows = ss.RankingLabelModel(ss.Rankings(n), noise="mallows").fit(
+            V[:2000], **fit
+        )
+    scores = lm.dev_scores_["score"]
+    assert lm.choice_ == "Borda count"
+    assert scores["Borda count"] < scores["label model"] - 0.01
+    want, distinct = _borda_by_hand(V[2200:])
     assert distinct.sum() > 50
-    want = np.argsort(-points, axis=1, kind="stable")
-    np.testing.assert_array_equal(lm.predict(V)[distinct], want[distinct])
-    np.testing.assert_array_equal(borda(V)[distinct], want[distinct])
+    np.testing.assert_array_equal(lm.predict(V[2200:])[distinct], want[distinct])
+    assert "Borda count" not in mallows.dev_scores_.index
 
 
 @pytest.mark.parametrize("near_separable", [False, True])

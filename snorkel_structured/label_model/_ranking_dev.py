@@ -5,6 +5,9 @@ keeps ``predict``, ``predict_proba`` and the loss weights consistent:
 
 - ``label model``: the unsupervised estimates;
 - ``equal weights``: one weight for every LF (unweighted Kemeny);
+- ``Borda count`` (``noise="position"``): every LF's weight on a pair equal to the
+  pair's gap in its list, which makes the weighted Kemeny ranking the Borda count's
+  (:func:`~snorkel_structured.rankings.estimate.gap_features`);
 - ``LF <a> first``: LF a's weight, the others at ``SINGLE_LF_TIE_WEIGHT`` of it (they
   only order what LF a leaves unordered);
 - ``dev weights``: each LF's maximum-likelihood weights from the labeled rows,
@@ -155,6 +158,12 @@ def choose_on_dev(
         "label model": unsupervised,
         "equal weights": (np.full(m, scale), flat),
     }
+    if noise == "position":
+        # A weight equal to the pair's gap in the vote: the Borda count.
+        candidates["Borda count"] = (
+            np.full(m, scale),
+            np.full(m, scale * (n_items - 1)),
+        )
     for a in range(m):
         w = np.full(m, SINGLE_LF_TIE_WEIGHT * scale)
         w[a] = scale

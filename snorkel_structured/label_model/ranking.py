@@ -186,8 +186,10 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
     stats_ : RankingStats
     choice_ : str
         ``"label model"`` without dev rows; else the dev-row choice: ``"label
-        model"``, ``"equal weights"``, ``"LF <a> first"``, ``"dev weights"`` (each
-        LF's weights fitted on the dev rows) or ``"dev weights, sources once"``
+        model"``, ``"equal weights"``, ``"Borda count"`` (each pair weighed by
+        its gap in each list; ``noise="position"``), ``"LF <a> first"``, ``"dev
+        weights"`` (each LF's weights fitted on the dev rows) or ``"dev weights,
+        sources once"``
         (those times ``source_share_``, offered when some LFs share a source).
     dev_pair_accuracy_ : float or None
         With dev rows: the fraction of their pairs (those some LF orders) that the
