@@ -845,6 +845,9 @@ def test_dev_rows_can_choose_the_borda_count():
     scores = lm.dev_scores_["score"]
     assert lm.choice_ == "Borda count"
     assert scores["Borda count"] < scores["label model"] - 0.01
+    # A weight proportional to gap = 1 + (n - 1) x, the same for every LF.
+    np.testing.assert_allclose(lm.theta_, lm.theta_[0])
+    np.testing.assert_allclose(lm.gap_slope_, lm.theta_ * (n - 1))
     want, distinct = _borda_by_hand(V[2200:])
     assert distinct.sum() > 50
     np.testing.assert_array_equal(lm.predict(V[2200:])[distinct], want[distinct])
