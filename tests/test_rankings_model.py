@@ -821,9 +821,11 @@ def _borda_by_hand(V):
 
 
 def test_dev_rows_can_choose_the_borda_count():
-    """A truth that sums the LFs' own scores (a consensus): the Borda count beats
-    the weights agreements give, and the labeled rows choose it; the model then
-    predicts the Borda orderings. Only the position model can express it."""
+    """A truth that sums the LFs' own independent scores (a consensus): no two LFs
+    agree beyond chance, so the unsupervised model falls back to equal flat weights
+    (unweighted Kemeny); the Borda count is better, the labeled rows choose it, and
+    the model then predicts the Borda orderings. Only the position model can
+    express it."""
     n, k = 10, (10, 10, 10, 4, 4)
     rng = np.random.default_rng(0)
     columns = rng.normal(size=(len(k), 2400, n))
