@@ -452,7 +452,7 @@ def gap_features(pos: np.ndarray) -> np.ndarray:
     k = pos.max(axis=-1, keepdims=True).astype(dtype)
     twice = np.where(twice == 2 * k, k + n_items - 1, twice)
     gap = np.abs(twice[..., j] - twice[..., i])
-    return (gap.astype(np.float32) - 2) / (2 * max(n_items - 1, 1))
+    return (gap.astype(np.float32) - 2) / _gap_unit(n_items)
 
 
 def position_weights(
@@ -527,15 +527,16 @@ def gap_cells(x: np.ndarray, n_items: int) -> tuple[np.ndarray, np.ndarray]:
     cell : ndarray of int of shape (n_instances * n_lfs,)
         ``a * (2 n_items - 3) + level``, so one bincount counts every LF at once.
     """
-    n_lev, unit = _n_gap_levels(n_items), 2 * max(n_items - 1, 1)
+    n_lev, unit = max(2 * n_items - 3, 1), _gap_unit(n_items)
     levels = np.arange(n_lev, dtype=np.float64) / unit
     level = np.clip(np.rint(x * unit), 0, n_lev - 1).astype(np.int32)
     return levels, (level + n_lev * np.arange(x.shape[1], dtype=np.int32)).ravel()
 
 
-def _n_gap_levels(n_items: int) -> int:
-    """Gaps 1, 1.5, ..., n_items - 1 (see :func:`gap_features`)."""
-    return max(2 * n_items - 3, 1)
+def _gap_unit(n_items: int) -> int:
+    """Half steps of gap per unit of x (see :func:`gap_features`): gaps 1, 1.5, ...,
+    n_items - 1 are x = 0, 1 / unit, ..., 2 (n_items - 2) / unit."""
+    return 2 * max(n_items - 1, 1)
 
 
 class GapCells:
@@ -558,8 +559,8 @@ class GapCells:
 
     def __init__(self, St: np.ndarray, x: np.ndarray, n_items: int) -> None:
         n_inst, m = St.shape
-        n_lev = _n_gap_levels(n_items)
         self.levels, self.cell = gap_cells(x, n_items)
+        n_lev = self.levels.size
         self.shape = (m, n_lev)
         signs = St.ravel()
         voted = signs != 0
@@ -573,8 +574,9 @@ class GapCells:
             # Sums of n_instances terms +-1 are exact in float32 below 2^24.
             dtype=np.float32 if n_inst < _F32_EXACT else np.float64,
         )
-        # The normalized gaps exactly as gap_features computes them (float32).
-        self._x = np.arange(n_lev, dtype=np.float32) / (2 * max(n_items - 1, 1))
+        # The normalized gaps exactly as gap_features computes them: both are
+        # level / unit correctly rounded to float32.
+        self._x = self.levels.astype(np.float32)
 
     def agreements(self, signs: np.ndarray) -> np.ndarray:
         """(n_lfs, 2 n_items - 3) votes that agree with ``signs`` (n_instances,), the
