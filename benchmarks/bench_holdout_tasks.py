@@ -462,16 +462,16 @@ def _city_table() -> pd.DataFrame:
     )
 
 
-def lists() -> pd.DataFrame:
+def list_specs() -> list:
+    """The hold-out list tasks as ``(spec, n_items)`` pairs."""
     from snorkel_structured.datasets import long_rankings as lr
-    from snorkel_structured.experiments import list_benchmark as lb
 
     LF = lr.ListLF
 
     def frame(loader):
         return lambda: loader(as_frame=True).frame
 
-    specs = [
+    return [
         (
             lr._Spec(
                 "wine_alcohol_lists",
@@ -569,12 +569,24 @@ def lists() -> pd.DataFrame:
             12,
         ),
     ]
+
+
+def list_task(spec, n_items: int, seed: int):
+    """One hold-out list task split for ``seed``, as the benchmark builds it."""
+    from snorkel_structured.datasets import long_rankings as lr
+
+    return lr._build(
+        spec, seed, n_train=1500, n_test=500, n_items=n_items, description=""
+    )
+
+
+def lists() -> pd.DataFrame:
+    from snorkel_structured.experiments import list_benchmark as lb
+
     rows = []
-    for spec, n_items in specs:
+    for spec, n_items in list_specs():
         for seed in SEEDS:
-            task = lr._build(
-                spec, seed, n_train=1500, n_test=500, n_items=n_items, description=""
-            )
+            task = list_task(spec, n_items, seed)
             for method, run in lb._methods(task, seed).items():
                 pred, note = run()
                 rows.append(
