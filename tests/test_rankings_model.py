@@ -1028,6 +1028,16 @@ def test_dependency_test_with_one_judgeable_pair_flags_nothing():
     assert detect_dependent_pairs(PairAgreement(A, np.full((4, 4), 1e4), 10)) == []
 
 
+def _random_agreements(rng, bounds, counts, p=None):
+    """A random symmetric table of 3-7 LFs' agreements (1 on the diagonal) and of the
+    pairs both LFs of each pair order (0 on the diagonal)."""
+    m = int(rng.integers(3, 8))
+    A = rng.uniform(*bounds, (m, m))
+    both = rng.choice(counts, (m, m), p=p)
+    A, both = (np.triu(X, 1) + np.triu(X, 1).T for X in (A, both))
+    return A + np.eye(m), both
+
+
 def _frustrated_brute(A, both, n_items, min_z):
     """Triplets a < b < c whose three agreements are each min_z standard errors from
     0 (z = A sqrt(n_eff / (1 - A^2)), n_eff = both / (n_items - 1)) and whose
@@ -1057,11 +1067,7 @@ def test_frustrated_triangles_match_the_definition():
 
     rng = np.random.default_rng(0)
     for _ in range(40):
-        m = int(rng.integers(3, 8))
-        A = rng.uniform(-0.6, 0.9, (m, m))
-        A = np.triu(A, 1) + np.triu(A, 1).T + np.eye(m)
-        both = rng.choice([0.0, 50.0, 500.0, 5e4], (m, m))
-        both = np.triu(both, 1) + np.triu(both, 1).T
+        A, both = _random_agreements(rng, (-0.6, 0.9), [0.0, 50.0, 500.0, 5e4])
         stats = PairAgreement(np.where(both > 0, A, np.nan), both, 6)
         expected = _frustrated_brute(np.where(both > 0, A, 0.0), both, 6, 4.0)
         assert frustrated_triangles(stats) == expected
@@ -1124,6 +1130,134 @@ def test_lfs_whose_errors_depend_on_each_other_get_equal_weights():
         warnings.simplefilter("ignore", IdentifiabilityWarning)
         lm = ss.RankingLabelModel(space, seed=0).fit(V)
     assert lm.frustrated_triangles_ == []
+
+
+def _overagreeing_brute(A, both, n_items, min_z, clusters):
+    """Triplets (a, b, c), b < c, all three LFs in different clusters, whose three
+    agreements are each min_z standard errors from 0 (as in _frustrated_brute) with a
+    positive product, and where |A_ab| |A_ac| - |A_bc| is min_z standard errors above
+    0, se = sqrt((|A_ac| se_ab)^2 + (|A_ab| se_ac)^2 + se_bc^2) and
+    se_xy = sqrt((1 - A_xy^2) / n_eff): written from the docstring, one at a time."""
+    m = A.shape[0]
+
+    def z(a, b):
+        n_eff = both[a, b] / (n_items - 1)
+        return abs(A[a, b]) * np.sqrt(n_eff / (1 - A[a, b] ** 2)) if n_eff else 0.0
+
+    def se(a, b):
+        return np.sqrt((1 - A[a, b] ** 2) / (both[a, b] / (n_items - 1)))
+
+    out = []
+    for a in range(m):
+        for b, c in itertools.combinations(range(m), 2):
+            if a in (b, c) or len({clusters[a], clusters[b], clusters[c]}) < 3:
+                continue
+            if min(z(a, b), z(a, c), z(b, c)) < min_z:
+                continue
+            if A[a, b] * A[a, c] * A[b, c] <= 0:
+                continue
+            excess = abs(A[a, b]) * abs(A[a, c]) - abs(A[b, c])
+            s = np.sqrt(
+                (abs(A[a, c]) * se(a, b)) ** 2
+                + (abs(A[a, b]) * se(a, c)) ** 2
+                + se(b, c) ** 2
+            )
+            if excess >= min_z * s:
+                out.append((a, b, c))
+    return out
+
+
+def test_overagreeing_triplets_match_the_definition():
+    from snorkel_structured.rankings.dependencies import (
+        PairAgreement,
+        overagreeing_triplets,
+    )
+
+    rng = np.random.default_rng(1)
+    found = 0
+    for _ in range(60):
+        A, both = _random_agreements(
+            rng, (-0.4, 0.95), [0.0, 50.0, 5e3, 5e5], p=[0.1, 0.1, 0.3, 0.5]
+        )
+        m = A.shape[0]
+        clusters = rng.integers(0, m, m) if rng.random() < 0.5 else np.arange(m)
+        stats = PairAgreement(np.where(both > 0, A, np.nan), both, 6)
+        expected = _overagreeing_brute(
+            np.where(both > 0, A, 0.0), both, 6, 4.0, clusters
+        )
+        assert overagreeing_triplets(stats, clusters) == expected
+        found += len(expected)
+    assert found > 20  # the random tables do hold such triplets
+    # Independent LFs, two worse than chance: |A_ab A_ac| = mu_a^2 |A_bc| <= |A_bc|.
+    mu = np.array([0.9, -0.5, 0.6, 0.4, -0.3])
+    A = np.outer(mu, mu)
+    np.fill_diagonal(A, 1.0)
+    big = np.full((5, 5), 1e6)
+    assert overagreeing_triplets(PairAgreement(A, big, 8)) == []
+    # LF 0 agreeing with 2 and 3 beyond a perfect LF's bound (0.8 * 0.7 > 0.24)...
+    A[0, 2] = A[2, 0] = 0.8
+    A[0, 3] = A[3, 0] = 0.7
+    got = overagreeing_triplets(PairAgreement(A, big, 8))
+    assert (0, 2, 3) in got and got == _overagreeing_brute(A, big, 8, 4.0, range(5))
+    # ... is that group's excess once LFs 2 and 3 are modeled as sharing a source.
+    grouped = np.array([0, 1, 2, 2, 4])
+    assert (0, 2, 3) not in overagreeing_triplets(PairAgreement(A, big, 8), grouped)
+
+
+def _consensus_lists(n_rows, n_items, seed):
+    """Lists ordered by a consensus truth: the sum of five standardized columns, two
+    of them reading u and v, one reading u + v (it agrees with both beyond any
+    accuracy: it shares each one's signal), one u + v plus noise (a top-8 list), one
+    mostly noise. Each LF sorts by one column."""
+    rng = np.random.default_rng(seed)
+    u, v, w = rng.normal(size=(3, 4, n_rows, n_items))[:3]
+    cols = [
+        u[0] + v[0],
+        u[0] + 0.6 * w[0],
+        v[0] + 0.3 * u[0] + 0.6 * w[1],
+        0.5 * (u[0] + v[0]) + w[2],
+        w[3] + 0.4 * u[0],
+    ]
+    truth = sum(c / c.std() for c in cols)
+    V = np.stack([np.argsort(-c, axis=1) for c in cols], axis=1)
+    V[:, 3, 8:] = -1
+    return V, np.argsort(-truth, axis=1)
+
+
+def test_an_lf_agreeing_beyond_any_accuracy_is_named():
+    from snorkel_structured.rankings.fusion import borda
+
+    space = ss.Rankings(12)
+    V, Y = _consensus_lists(3000, 12, seed=0)
+    V_test, Y_test = _consensus_lists(1000, 12, seed=1)
+    with pytest.warns(IdentifiabilityWarning, match="LF 0 agrees with two other LFs"):
+        lm = ss.RankingLabelModel(space, seed=0).fit(V)
+    assert lm.overagreeing_triplets_ == [(0, 1, 2)]
+    assert lm.frustrated_triangles_ == []
+    # What the warning guards against: the weights read LF 0's shared signals as
+    # accuracy (its weight the largest by far) and lose to the Borda count
+    # (0.124 against 0.060).
+    assert np.argmax(lm.theta_) == 0
+    d_model = kendall_tau_distance(lm.predict(V_test), Y_test).mean()
+    d_borda = kendall_tau_distance(borda(V_test), Y_test).mean()
+    assert d_model > d_borda + 0.03
+    # With labeled rows the warning is moot: they choose, and here the Borda count.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdentifiabilityWarning)
+        dev = ss.RankingLabelModel(space, seed=0).fit(V, V_dev=V[:100], Y_dev=Y[:100])
+    assert dev.choice_ == "Borda count"
+    # Declared dependencies (or None) say how the LFs depend: no test, no warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdentifiabilityWarning)
+        naive = ss.RankingLabelModel(space, seed=0, dependencies=None).fit(V)
+    assert naive.overagreeing_triplets_ == []
+    # Independent Mallows LFs (one reversed) hold no such triplet.
+    V, _ = _mallows_votes(3000, 8, [0.3, 0.5, 0.8, 0.6], 8, seed=180)
+    V[:, 3] = V[:, 3, ::-1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdentifiabilityWarning)
+        lm = ss.RankingLabelModel(ss.Rankings(8), seed=0).fit(V)
+    assert lm.overagreeing_triplets_ == []
 
 
 def test_bad_pairwise_votes_get_a_pairwise_message():

@@ -37,6 +37,7 @@ from snorkel_structured.label_model._ranking_checks import (
 from snorkel_structured.label_model._ranking_checks import (
     equal_if_frustrated,
     evidence_checks,
+    warn_if_overagreeing,
     warn_if_pairwise_drift,
 )
 from snorkel_structured.label_model._ranking_dev import DEV_FOLDS as DEV_FOLDS
@@ -58,6 +59,7 @@ from snorkel_structured.rankings.dependencies import (
     clusters_shown,
     detect_dependent_pairs,
     frustrated_triangles,
+    overagreeing_triplets,
     source_shares,
 )
 from snorkel_structured.rankings.estimate import (
@@ -182,6 +184,12 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
         (:func:`~snorkel_structured.rankings.dependencies.frustrated_triangles`;
         ``dependencies="auto"`` only). If any, every LF with a weight gets the same
         one.
+    overagreeing_triplets_ : list of (int, int, int)
+        Triplets ``(a, b, c)`` in which LF a agrees with LFs b and c more than any
+        accuracy allows (:func:`~snorkel_structured.rankings.dependencies.overagreeing_triplets`;
+        ``dependencies="auto"`` only): shared sources or a consensus truth that
+        the weights read as accuracy. A warning says so when no dev rows are given
+        and the weights are not already equal.
     n_iter_ : int
     stats_ : RankingStats
     choice_ : str
@@ -210,8 +218,11 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
     one source and very accurate LFs look the same); an LF whose theta reaches its
     cap (``THETA_MAX``, never wrong) is named; fewer than 3 independent sources give
     equal weights, and so do LF triplets whose agreements show that their errors
-    depend on each other (``frustrated_triangles_``); a dev-row candidate must win
-    by a standard error.
+    depend on each other (``frustrated_triangles_``); an LF that agrees with two
+    others more than any accuracy allows is named (``overagreeing_triplets_``: a
+    shared source, or a truth that is a consensus of the LFs' signals, which the
+    weights read as accuracy; on such a consensus the Borda count can be far ahead);
+    a dev-row candidate must win by a standard error.
 
     Examples
     --------
@@ -380,9 +391,9 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
         self._check_params()
         self._pairwise_input = bool(pairwise)
         stats = self._collect(V, pairwise)
-        self._fit_stats(stats)
         if (V_dev is None) != (Y_dev is None):
             raise ValueError("pass both V_dev and Y_dev, or neither.")
+        self._fit_stats(stats, labeled=V_dev is not None)
         if V_dev is not None:
             self._choose_on_dev(V_dev, Y_dev)
         return self
@@ -414,7 +425,9 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
         )
         return self._fit_stats(self.stats_ + stats)
 
-    def _fit_stats(self, stats: RankingStats) -> RankingLabelModel:
+    def _fit_stats(
+        self, stats: RankingStats, labeled: bool = False
+    ) -> RankingLabelModel:
         m = stats.n_lfs
         if stats.n_rows == 0:
             raise ValueError("V has no rows.")
@@ -492,10 +505,14 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
         theta, slope = evidence_checks(stats, theta, slope, self.dependencies_)
         # Only with dependencies found by the model: declared ones (or None) say how
         # the LFs depend, and the fit then follows them.
-        self.frustrated_triangles_ = (
-            frustrated_triangles(stats) if isinstance(self.dependencies, str) else []
-        )
+        detected = isinstance(self.dependencies, str)
+        self.frustrated_triangles_ = frustrated_triangles(stats) if detected else []
         theta, slope = equal_if_frustrated(theta, slope, self.frustrated_triangles_)
+        self.overagreeing_triplets_ = (
+            overagreeing_triplets(stats, clusters) if detected else []
+        )
+        if not (labeled or self.frustrated_triangles_):
+            warn_if_overagreeing(self.overagreeing_triplets_)
         self.pair_error_rate_ = eps
         self.theta_triplet_ = theta0
         # LFs sharing a source count by their share of it.

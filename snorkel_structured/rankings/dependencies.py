@@ -37,6 +37,7 @@ __all__ = [
     "detect_dependent_pairs",
     "frustrated_triangles",
     "label_pair_agreement",
+    "overagreeing_triplets",
     "rank_one_error_rates",
     "source_correlations",
     "source_shares",
@@ -369,6 +370,72 @@ def frustrated_triangles(
         (int(x), int(y), int(w))
         for x, y, w in zip(a[keep], b[keep], c[keep], strict=True)
     ]
+
+
+def overagreeing_triplets(
+    stats: _Agreements, clusters: np.ndarray | None = None, min_z: float = MIN_Z
+) -> list[tuple[int, int, int]]:
+    """Triplets in which one LF agrees with two others more than any accuracy allows.
+
+    For LFs independent given the truth ``A_ab = mu_a mu_b`` (module docstring), so
+    ``mu_a^2 = A_ab A_ac / A_bc``: LF a agrees with b and c at most as much as a
+    perfect LF would, ``|A_ab A_ac| <= |A_bc|``. A triplet whose three agreements are
+    each at least ``min_z`` standard errors from 0, with a positive product (a
+    negative one is a :func:`frustrated_triangles` triplet), and where
+    ``|A_ab| |A_ac| - |A_bc|`` is at least ``min_z`` standard errors above 0, breaks
+    that bound. LF a then shares with b and with c something beyond the truth, or
+    the truth itself is a consensus of what the LFs read (the sum of their
+    columns): the rank-one fit reads either as accuracy, and agreements alone cannot
+    tell the two apart.
+
+    Parameters
+    ----------
+    stats : RankingStats or PairAgreement
+    clusters : ndarray of int of shape (n_lfs,), optional
+        Groups of LFs already modeled as sharing a source (:func:`clusters_of`): a
+        triplet with two LFs of one group is left out (its excess is that group's).
+        Default: every LF alone.
+    min_z : float, default=MIN_Z
+        Standard errors, as :func:`frustrated_triangles` counts them (each row both
+        LFs vote on worth about ``n_items`` draws). The standard error of
+        ``|A_ab| |A_ac| - |A_bc|`` treats the three agreements as independent
+        (first-order delta method).
+
+    Returns
+    -------
+    list of (int, int, int)
+        ``(a, b, c)`` with ``a`` the LF that agrees too much and ``b < c``.
+    """
+    A, n_eff, z = _agreement_z(stats)
+    m = A.shape[0]
+    sig = np.abs(np.nan_to_num(z)) >= min_z
+    np.fill_diagonal(sig, False)
+    P = np.abs(np.where(sig, A, 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        se = np.where(sig, np.sqrt(np.maximum(1.0 - A**2, 1e-12) / n_eff), 0.0)
+    # (a, b, c) axes: a's agreements with b and c against b's with c.
+    excess = P[:, :, None] * P[:, None, :] - P[None, :, :]
+    se3 = np.sqrt(
+        (P[:, None, :] * se[:, :, None]) ** 2
+        + (P[:, :, None] * se[:, None, :]) ** 2
+        + se[None, :, :] ** 2
+    )
+    sign = np.sign(np.where(sig, A, 0.0))
+    ok = (
+        sig[:, :, None]
+        & sig[:, None, :]
+        & sig[None, :, :]
+        & (sign[:, :, None] * sign[:, None, :] * sign[None, :, :] > 0)
+        & (excess >= min_z * se3)
+    )
+    group = np.arange(m) if clusters is None else np.asarray(clusters)
+    ok &= (group[:, None, None] != group[None, :, None]) & (
+        group[:, None, None] != group[None, None, :]
+    )
+    ok &= (group[None, :, None] != group[None, None, :]) & np.triu(
+        np.ones((m, m), dtype=bool), 1
+    )[None]
+    return [tuple(int(v) for v in t) for t in np.argwhere(ok)]
 
 
 def clusters_of(pairs: list[tuple[int, int]], n_lfs: int) -> np.ndarray:
