@@ -413,29 +413,21 @@ def overagreeing_triplets(
     P = np.abs(np.where(sig, A, 0.0))
     with np.errstate(divide="ignore", invalid="ignore"):
         se = np.where(sig, np.sqrt(np.maximum(1.0 - A**2, 1e-12) / n_eff), 0.0)
-    # (a, b, c) axes: a's agreements with b and c against b's with c.
-    excess = P[:, :, None] * P[:, None, :] - P[None, :, :]
-    se3 = np.sqrt(
-        (P[:, None, :] * se[:, :, None]) ** 2
-        + (P[:, :, None] * se[:, None, :]) ** 2
-        + se[None, :, :] ** 2
-    )
     sign = np.sign(np.where(sig, A, 0.0))
-    ok = (
-        sig[:, :, None]
-        & sig[:, None, :]
-        & sig[None, :, :]
-        & (sign[:, :, None] * sign[:, None, :] * sign[None, :, :] > 0)
-        & (excess >= min_z * se3)
-    )
     group = np.arange(m) if clusters is None else np.asarray(clusters)
-    ok &= (group[:, None, None] != group[None, :, None]) & (
-        group[:, None, None] != group[None, None, :]
-    )
-    ok &= (group[None, :, None] != group[None, None, :]) & np.triu(
-        np.ones((m, m), dtype=bool), 1
-    )[None]
-    return [tuple(int(v) for v in t) for t in np.argwhere(ok)]
+    # (b, c) with b < c in different groups, both agreements with each other
+    # significant: the candidates for every centre a (one (m, m) table at a time).
+    base = sig & np.triu(group[:, None] != group[None, :], 1)
+    out = []
+    for a in range(m):
+        ok = base & np.outer(sig[a], sig[a]) & (group != group[a])[:, None]
+        ok &= (group != group[a])[None, :] & (np.outer(sign[a], sign[a]) * sign > 0)
+        spread = np.sqrt(
+            np.outer(se[a], P[a]) ** 2 + np.outer(P[a], se[a]) ** 2 + se**2
+        )
+        ok &= np.outer(P[a], P[a]) - P >= min_z * spread
+        out.extend((a, int(b), int(c)) for b, c in np.argwhere(ok))
+    return out
 
 
 def clusters_of(pairs: list[tuple[int, int]], n_lfs: int) -> np.ndarray:
