@@ -364,12 +364,15 @@ def frustrated_triangles(
     A, _, z = _agreement_z(stats)
     sign = np.where(np.abs(z) >= min_z, np.sign(A), 0.0)  # NaN: not significant
     np.fill_diagonal(sign, 0.0)
-    a, b, c = np.nonzero(np.einsum("ab,bc,ca->abc", sign, sign, sign) < 0)
-    keep = (a < b) & (b < c)
-    return [
-        (int(x), int(y), int(w))
-        for x, y, w in zip(a[keep], b[keep], c[keep], strict=True)
-    ]
+    m = sign.shape[0]
+    # One (b, c) table per first LF a, b and c after it: memory quadratic in m.
+    later = np.triu(np.ones((m, m), dtype=bool), 1)
+    out = []
+    for a in range(m):
+        neg = (np.outer(sign[a], sign[a]) * sign < 0) & later
+        neg[: a + 1] = False
+        out.extend((a, int(b), int(c)) for b, c in np.argwhere(neg))
+    return out
 
 
 def overagreeing_triplets(
