@@ -759,6 +759,13 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
         nearer 1 and 0) without biasing it the other way. A warning says so;
         pass ``q`` (e.g. measured on a few labeled rows) to set it.
 
+        One q for every pair is the correction's assumption; the pseudolabels'
+        errors fall on pairs of close items instead, where ``p_before`` is near
+        1/2. On the ten real list tasks of the benchmark, a linear RankNet scorer
+        learned better from ``p_before`` as soft targets than from these weights
+        on 19 of 30 task-seeds (``benchmarks/bench_ranknet_end_model.py``); try
+        both on your dev rows.
+
         Parameters
         ----------
         V : array-like
