@@ -175,20 +175,23 @@ def _random_votes(rng, n_rows, n_lfs, n_items):
     return V
 
 
+def _order(vote, i, j):
+    """+1 if the vote puts i before j, -1 if j before i, 0 if it leaves them unordered."""
+    listed = [int(v) for v in vote if v >= 0]
+    if i in listed and j in listed:
+        return 1 if listed.index(i) < listed.index(j) else -1
+    if i in listed:
+        return 1
+    if j in listed:
+        return -1
+    return 0
+
+
 def _brute_force(V, Y):
     """Every statistic from its definition, one (row, LF, pair) at a time."""
     n_rows, m, n_items = V.shape
     pairs = list(itertools.combinations(range(n_items), 2))
-
-    def order(vote, i, j):  # +1 i before j, -1 j before i, 0 unordered
-        listed = [int(v) for v in vote if v >= 0]
-        if i in listed and j in listed:
-            return 1 if listed.index(i) < listed.index(j) else -1
-        if i in listed:
-            return 1
-        if j in listed:
-            return -1
-        return 0
+    order = _order
 
     ordered = np.zeros(m)
     overlap = np.zeros(m)
@@ -219,6 +222,29 @@ def _brute_force(V, Y):
             "Pairs incorrect": ordered - correct,
             "Pair accuracy": correct / ordered,
         }
+
+
+def test_pair_agreement_matches_its_definition():
+    # The mean of s_a s_b over the (row, pair) instances both LFs order, by loops.
+    rng = np.random.default_rng(3)
+    V = _random_votes(rng, 25, 4, 6)
+    V[:, 3] = -1  # an LF that never votes: no common pair, NaN
+    agree, both = np.zeros((4, 4)), np.zeros((4, 4))
+    for r in range(V.shape[0]):
+        for i, j in itertools.combinations(range(6), 2):
+            s = [_order(V[r, a], i, j) for a in range(4)]
+            for a, b in itertools.product(range(4), repeat=2):
+                if s[a] and s[b]:
+                    agree[a, b] += s[a] * s[b]
+                    both[a, b] += 1
+    with np.errstate(invalid="ignore"):
+        expected = np.where(both > 0, agree / both, np.nan)
+    for chunk in (None, 1, 4):
+        with pytest.warns(IdentifiabilityWarning):
+            got = RankingLFAnalysis(V, chunk_size=chunk).pair_agreement()
+        assert list(got.index) == list(got.columns) == ["lf_0", "lf_1", "lf_2", "lf_3"]
+        np.testing.assert_allclose(got.to_numpy(), expected, rtol=1e-12)
+    assert np.isnan(expected[3]).all() and np.allclose(np.diag(expected)[:3], 1)
 
 
 @pytest.mark.parametrize("seed", [0, 1])

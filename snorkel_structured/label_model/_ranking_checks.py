@@ -206,7 +206,8 @@ def warn_if_overagreeing(triplets: list[tuple[int, int, int]]) -> None:
     who = f"LFs {centres} agree" if len(centres) > 1 else f"LF {centres[0]} agrees"
     _warnings.warn(
         f"{who} with two other LFs more often than any accuracy allows ({shown}{more}; "
-        "see overagreeing_triplets_): either they share something beyond the "
+        "see overagreeing_triplets_ and RankingLFAnalysis(V).pair_agreement()): "
+        "either they share something beyond the "
         "truth, or the truth is a consensus of what the LFs read. Agreements cannot "
         "tell which, and the weights read either as accuracy. Pass V_dev and Y_dev "
         "(about 100 labeled rows) to choose between the weights and the Borda "

@@ -182,6 +182,7 @@ class RankingLFAnalysis:
         rows = max(1, min(self.chunk_size, _EXACT_FLOAT32 // P))
         dtype = np.float32 if rows * P <= _EXACT_FLOAT32 else np.float64
         sums = np.zeros((4, m))  # ordered, overlapped, conflicted, correct
+        agree, both = np.zeros((m, m)), np.zeros((m, m))
         for start in range(0, n_rows, rows):
             pos = vote_positions(self.V[start : start + rows])  # (c, m, n_items)
             pos = np.ascontiguousarray(pos.transpose(1, 2, 0), dtype=dtype)
@@ -194,6 +195,8 @@ class RankingLFAnalysis:
             some_before = ((n_ordered + net) > 0.5).astype(dtype)  # i before j
             n_a = A.sum(axis=1, dtype=np.float64)
             sums[0] += n_a
+            agree += S @ S.T  # exact: at most 2**24 instances per chunk
+            both += A @ A.T
             sums[1] += _row_dots(A, (n_ordered > 1.5).astype(dtype))
             # [S > 0] = (A + S) / 2 conflicts where some LF puts j first, and
             # [S < 0] = (A - S) / 2 where some LF puts i first.
@@ -212,6 +215,8 @@ class RankingLFAnalysis:
             "ordered": ordered,
             "overlapped": overlapped,
             "conflicted": conflicted,
+            "agree": agree,
+            "both": both,
         }
         if self._counts is None:
             self._counts = dict(counts)
@@ -268,6 +273,27 @@ class RankingLFAnalysis:
         """
         c = self._pair_counts()
         return self._ratio(c["conflicted"], c["ordered"])
+
+    def pair_agreement(self) -> pd.DataFrame:
+        """How alike each two LFs order the pairs they both order, as a DataFrame.
+
+        Entry ``(a, b)`` is the mean of ``s_a s_b`` over the (row, pair) instances
+        both LFs order, with ``s = +1`` for "i before j" and ``-1`` for "j before i":
+        ``2 x (fraction ordered alike) - 1``, 0 for LFs that agree no more than
+        random orderings, 1 on the diagonal. NaN where the two LFs order no common
+        pair. The label models read LF accuracies from this table: independent LFs
+        give ``mu_a mu_b`` off the diagonal, and a pair far above that shares a
+        source (:class:`~snorkel_structured.RankingLabelModel`'s
+        ``dependencies_``, ``overagreeing_triplets_``).
+
+        Returns
+        -------
+        agreement : pandas.DataFrame of shape (n_lfs, n_lfs)
+            Indexed and labeled by LF name.
+        """
+        c = self._pair_counts()
+        table = self._ratio(c["agree"], c["both"])
+        return pd.DataFrame(table, index=self.lf_names, columns=self.lf_names)
 
     def pair_accuracy(self, Y: Any) -> np.ndarray:
         """Fraction of the pairs each LF orders that agree with true orderings ``Y``.
