@@ -1246,6 +1246,18 @@ def test_an_lf_agreeing_beyond_any_accuracy_is_named():
         warnings.simplefilter("error", IdentifiabilityWarning)
         dev = ss.RankingLabelModel(space, seed=0).fit(V, V_dev=V[:100], Y_dev=Y[:100])
     assert dev.choice_ == "Borda count"
+    # Once frustrated triangles give every LF the same weight, the weights no longer
+    # read the excess as accuracy: the triplets are kept, the warning is not given.
+    import snorkel_structured.label_model.ranking as ranking_module
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ranking_module, "frustrated_triangles", lambda stats: [(0, 3, 4)])
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            equal = ss.RankingLabelModel(space, seed=0).fit(V)
+    assert equal.overagreeing_triplets_ == [(0, 1, 2)]
+    assert not [w for w in caught if "than any accuracy allows" in str(w.message)]
+    assert np.ptp(equal.theta_ / equal.source_share_) < 1e-12
     # Declared dependencies (or None) say how the LFs depend: no test, no warning.
     with warnings.catch_warnings():
         warnings.simplefilter("error", IdentifiabilityWarning)
