@@ -1272,6 +1272,47 @@ def test_an_lf_agreeing_beyond_any_accuracy_is_named():
     assert lm.overagreeing_triplets_ == []
 
 
+def _reversed_nuisance_lists(n_rows, n_items, seed):
+    """Lists ordered by d. LFs 0, 1 and 4 sort by d plus noise; LF 2 by d + z (a
+    nuisance z); LF 3 by -z - d / 4 (the nuisance reversed). LF 2 agrees with LF 0
+    and against LF 3 more than any accuracy allows, with a positive product (not a
+    frustrated triangle)."""
+    rng = np.random.default_rng(seed)
+    d, z, *e = rng.normal(size=(7, n_rows, n_items))
+    scores = [
+        d + e[0],
+        d + 1.2 * e[1],
+        d + z,
+        -z - 0.25 * d + 0.3 * e[2],
+        d + 1.5 * e[3],
+    ]
+    V = np.stack([np.argsort(-s, axis=1) for s in scores], axis=1)
+    return V, np.argsort(-d, axis=1)
+
+
+def test_an_lf_agreeing_against_another_beyond_any_accuracy_gets_equal_weights():
+    space = ss.Rankings(10)
+    V, _ = _reversed_nuisance_lists(3000, 10, seed=0)
+    V_test, Y_test = _reversed_nuisance_lists(1000, 10, seed=1)
+    with pytest.warns(IdentifiabilityWarning, match="against the other more than"):
+        lm = ss.RankingLabelModel(space, seed=0).fit(V)
+    assert lm.frustrated_triangles_ == []
+    assert (2, 0, 3) in lm.overagreeing_triplets_
+    A = lm.stats_.agreement
+    assert A[2, 3] < 0 and A[0, 2] * A[2, 3] * A[0, 3] > 0
+    active = lm.theta_ > 0
+    assert active.sum() == 4  # LF 3 agrees with none: weight 0
+    np.testing.assert_allclose(lm.theta_[active], lm.theta_[active][0])
+    np.testing.assert_allclose(lm.gap_slope_[active], lm.gap_slope_[active][0])
+    # Fitted as independent, LF 2 reads its agreement against LF 3 as accuracy: the
+    # largest weight by far, and a worse ranking (0.228 against 0.170).
+    naive = ss.RankingLabelModel(space, seed=0, dependencies=None).fit(V)
+    assert np.argmax(naive.gap_slope_) == 2
+    d_equal = kendall_tau_distance(lm.predict(V_test), Y_test).mean()
+    d_fitted = kendall_tau_distance(naive.predict(V_test), Y_test).mean()
+    assert d_equal < d_fitted - 0.03
+
+
 def test_bad_pairwise_votes_get_a_pairwise_message():
     # S holds signed pair votes, not item ids: its messages say so.
     lm = ss.RankingLabelModel(ss.Rankings(3), noise="pairwise", seed=0)

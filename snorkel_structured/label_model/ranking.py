@@ -188,8 +188,10 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
         Triplets ``(a, b, c)`` in which LF a agrees with LFs b and c more than any
         accuracy allows (:func:`~snorkel_structured.rankings.dependencies.overagreeing_triplets`;
         ``dependencies="auto"`` only): shared sources or a consensus truth that
-        the weights read as accuracy. A warning says so when no dev rows are given
-        and the weights are not already equal.
+        the weights read as accuracy. If one of a triplet's agreements is negative
+        (an LF reads reversed what another reads), every LF with a weight gets the
+        same one, as for ``frustrated_triangles_``; otherwise a warning says so
+        when no dev rows are given and the weights are not already equal.
     n_iter_ : int
     stats_ : RankingStats
     choice_ : str
@@ -218,8 +220,9 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
     one source and very accurate LFs look the same); an LF whose theta reaches its
     cap (``THETA_MAX``, never wrong) is named; fewer than 3 independent sources give
     equal weights, and so do LF triplets whose agreements show that their errors
-    depend on each other (``frustrated_triangles_``); an LF that agrees with two
-    others more than any accuracy allows is named (``overagreeing_triplets_``: a
+    depend on each other (``frustrated_triangles_``), or in which an LF agrees with
+    one LF and against another more than any accuracy allows; an LF that agrees with
+    two others more than any accuracy allows is named (``overagreeing_triplets_``: a
     shared source, or a truth that is a consensus of the LFs' signals, which the
     weights read as accuracy; on such a consensus the Borda count can be far ahead);
     a dev-row candidate must win by a standard error.
@@ -507,11 +510,21 @@ class RankingLabelModel(PersistenceMixin, BaseEstimator):
         # the LFs depend, and the fit then follows them.
         detected = isinstance(self.dependencies, str)
         self.frustrated_triangles_ = frustrated_triangles(stats) if detected else []
-        theta, slope = equal_if_frustrated(theta, slope, self.frustrated_triangles_)
         self.overagreeing_triplets_ = (
             overagreeing_triplets(stats, clusters) if detected else []
         )
-        if not (labeled or self.frustrated_triangles_):
+        # Over-agreement with an agreement against another LF: one LF reads a
+        # quantity another reads reversed (see equal_if_frustrated).
+        A = stats.agreement
+        against = [
+            (a, b, c)
+            for a, b, c in self.overagreeing_triplets_
+            if min(A[a, b], A[a, c], A[b, c]) < 0
+        ]
+        theta, slope = equal_if_frustrated(
+            theta, slope, self.frustrated_triangles_, against
+        )
+        if not (labeled or self.frustrated_triangles_ or against):
             warn_if_overagreeing(self.overagreeing_triplets_)
         self.pair_error_rate_ = eps
         self.theta_triplet_ = theta0
