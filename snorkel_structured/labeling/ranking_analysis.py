@@ -169,7 +169,9 @@ class RankingLFAnalysis:
 
     # -- counts over (row, pair) instances, chunk by chunk ------------------------------
     def _pair_counts(self, Y: np.ndarray | None = None) -> dict[str, np.ndarray]:
-        """Per-LF counts (n_lfs,) of ordered, overlapped, conflicted (and correct) pairs.
+        """Per-LF counts (n_lfs,) of ordered, overlapped, conflicted (and correct) pairs;
+        the pass without ``Y`` (cached) also sums ``agree`` (s_a s_b) and ``both``
+        (|s_a s_b|) over instances, (n_lfs, n_lfs) each, for :meth:`pair_agreement`.
 
         Each chunk's pairwise form is held as float32 of shape (n_lfs, n_pairs * rows)
         so that the per-LF counts are dot products (BLAS), exact while a chunk has at
@@ -195,8 +197,9 @@ class RankingLFAnalysis:
             some_before = ((n_ordered + net) > 0.5).astype(dtype)  # i before j
             n_a = A.sum(axis=1, dtype=np.float64)
             sums[0] += n_a
-            agree += S @ S.T  # exact: at most 2**24 instances per chunk
-            both += A @ A.T
+            if Y is None:  # the cached pass: pair_agreement reads it
+                agree += S @ S.T  # exact: at most 2**24 instances per chunk
+                both += A @ A.T
             sums[1] += _row_dots(A, (n_ordered > 1.5).astype(dtype))
             # [S > 0] = (A + S) / 2 conflicts where some LF puts j first, and
             # [S < 0] = (A - S) / 2 where some LF puts i first.
@@ -215,13 +218,11 @@ class RankingLFAnalysis:
             "ordered": ordered,
             "overlapped": overlapped,
             "conflicted": conflicted,
-            "agree": agree,
-            "both": both,
         }
-        if self._counts is None:
-            self._counts = dict(counts)
-        if Y is not None:
-            counts["correct"] = correct
+        if Y is None:
+            self._counts = dict(counts, agree=agree, both=both)
+            return self._counts
+        counts["correct"] = correct
         return counts
 
     @staticmethod
